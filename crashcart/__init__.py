@@ -1,0 +1,9 @@
+"""crashcart: read a crashed training log, name the root cause, show the evidence, give the fix."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .analyzer import Analyzer, Report, RuleBase, analyze
+
+__all__ = ["Analyzer", "Report", "RuleBase", "__version__", "analyze"]

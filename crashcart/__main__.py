@@ -1,0 +1,5 @@
+"""``python -m crashcart``."""
+
+from .cli import main
+
+main()

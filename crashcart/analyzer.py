@@ -1,0 +1,159 @@
+"""The pipeline, end to end and incremental: bytes in, ranked diagnoses out.
+
+    >>> from crashcart import analyze
+    >>> report = analyze(["rules/examples/cuda_oom/fragmentation.log"])   # doctest: +SKIP
+    >>> report.diagnoses[0].category                                       # doctest: +SKIP
+    'cuda_oom'
+
+:class:`Analyzer` is one run fed chunk by chunk; ``analyze`` is that run taken to the end of
+its input, and the live modes feed the same object as bytes arrive.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .engine.diagnose import Diagnoser, Diagnosis, Hypothesis
+from .engine.durable import RuleSession, line_pattern_id
+from .engine.rules import Rule, load_rules
+from .parsers.extract import Extractor, Finding
+from .parsers.sources import Source, resolve
+
+SCHEMA_VERSION = 1
+_runs = itertools.count(1)
+
+
+class RuleBase:
+    """Loaded rules, compiled once into a durable-rules host, shared by the runs of a process."""
+
+    def __init__(self, rules: list[Rule]) -> None:
+        self.rules = rules
+        self.session = RuleSession(rules)
+        self.line_patterns = {
+            line_pattern_id(rule, condition): condition.regex
+            for rule in rules
+            for condition in rule.conditions
+            if condition.fact == "line" and condition.regex
+        }
+
+    @classmethod
+    def load(cls, dirs: Iterable[Path] = (), disable: Iterable[str] = ()) -> RuleBase:
+        """Load the shipped rules plus ``dirs`` (raises ``RuleLoadError`` with every problem)."""
+        return cls(load_rules(list(dirs), tuple(disable)))
+
+
+_default: RuleBase | None = None
+
+
+def default_rulebase() -> RuleBase:
+    """The shipped rules, loaded on first use."""
+    global _default
+    if _default is None:
+        _default = RuleBase.load()
+    return _default
+
+
+@dataclass
+class Report:
+    """What one run's analysis found, and what was read to find it."""
+
+    inputs: list[dict[str, Any]]
+    stats: dict[str, Any]
+    diagnoses: list[Diagnosis]
+    config: dict[str, Any]
+    facts: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        """The versioned JSON document of DESIGN.md."""
+        return {
+            "schema": SCHEMA_VERSION,
+            "inputs": self.inputs,
+            "stats": self.stats,
+            "config": self.config,
+            "diagnoses": [d.to_json() for d in self.diagnoses],
+        }
+
+
+class Analyzer:
+    """One run's pipeline: feed it bytes per source, ask for diagnoses at any time."""
+
+    def __init__(self, rulebase: RuleBase | None = None) -> None:
+        self.rulebase = rulebase or default_rulebase()
+        self.extractor = Extractor(self.rulebase.line_patterns)
+        self.diagnoser = Diagnoser(self.rulebase.session, f"run{next(_runs)}")
+        self.started = time.monotonic()
+
+    def feed(self, source: str, data: bytes, default_rank: int | None = None) -> list[Hypothesis]:
+        """Take the next bytes of ``source``; return hypotheses that this evidence completed."""
+        return self._add(self.extractor.feed(source, data, default_rank))
+
+    def finish(self, source: str | None = None) -> list[Hypothesis]:
+        """End of input for ``source`` (or all sources): flush what was held back."""
+        return self._add(self.extractor.finish(source))
+
+    def flush_blocks(self, source: str) -> list[Hypothesis]:
+        """Close open multi-line blocks of ``source`` now (the live evidence bound passed)."""
+        return self._add(self.extractor.flush_blocks(source))
+
+    def _add(self, findings: list[Finding]) -> list[Hypothesis]:
+        touched: list[Hypothesis] = []
+        for finding in findings:
+            touched.extend(self.diagnoser.add(finding))
+        return touched
+
+    def diagnoses(self) -> list[Diagnosis]:
+        """The ranked diagnoses so far."""
+        return self.diagnoser.diagnoses()
+
+    def report(self) -> Report:
+        """A report of everything read so far."""
+        per_source = self.extractor.stats()
+        inputs = [
+            {"path": name, "bytes": s.bytes, "lines": s.lines, "truncated_lines": s.truncated_lines}
+            for name, s in per_source.items()
+        ]
+        stats = {
+            "bytes": sum(s.bytes for s in per_source.values()),
+            "lines": sum(s.lines for s in per_source.values()),
+            "facts": len(self.diagnoser.facts),
+            "facts_dropped": sum(self.diagnoser.dropped.values()),
+            "prefilter": self.extractor.prefilter.engine,
+            "seconds": round(time.monotonic() - self.started, 3),
+        }
+        facts = [
+            {**fact.to_engine("")} | {"path": fact.line.path}
+            for fact in self.diagnoser.facts.values()
+        ]
+        for fact in facts:
+            del fact["sid"], fact["id"]
+        return Report(inputs, stats, self.diagnoses(), dict(self.diagnoser.config), facts)
+
+    def close(self) -> None:
+        """Release the run's state in the rules engine."""
+        self.diagnoser.close()
+
+
+def analyze_sources(sources: list[Source], rulebase: RuleBase | None = None) -> Report:
+    """Read every source to its end as one run and report."""
+    analyzer = Analyzer(rulebase)
+    try:
+        for source in sources:
+            for chunk in source.chunks():
+                analyzer.feed(source.name, chunk, source.default_rank)
+            analyzer.finish(source.name)
+            if source.name not in analyzer.extractor.stats():
+                analyzer.feed(source.name, b"", source.default_rank)  # empty input still counts
+        return analyzer.report()
+    finally:
+        analyzer.close()
+
+
+def analyze(paths: Iterable[str | Path], rulebase: RuleBase | None = None) -> Report:
+    """Analyse files, gzip files, directories (one run) or ``-`` (stdin) as one run."""
+    sources = [source for path in paths for source in resolve(str(path))]
+    return analyze_sources(sources, rulebase)

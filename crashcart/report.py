@@ -1,0 +1,101 @@
+"""Rendering reports: the terminal (rich; plain text off a terminal or with NO_COLOR) and JSON.
+
+A terminal report reads top-down, best first::
+
+    1. cuda_oom · CUDA OOM with most reserved memory unused (fragmentation)   confidence 0.88
+       PyTorch held 5.20 GiB reserved but unallocated when 2.00 GiB was requested on GPU 0 ...
+       evidence
+         logs/train.log:1042 [rank 0]  torch.OutOfMemoryError: CUDA out of memory. Tried ...
+       fix
+         1. Let the caching allocator expand segments
+            export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+       explains: nccl
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+from .analyzer import Report
+from .engine.diagnose import Diagnosis
+
+_EVIDENCE_WIDTH = 240
+
+
+def make_console(file: TextIO | None = None) -> Console:
+    """A console that writes plain text unless ``file`` is a colour terminal."""
+    file = file or sys.stdout
+    plain = bool(os.environ.get("NO_COLOR")) or not file.isatty()
+    return Console(
+        file=file,
+        no_color=plain,
+        highlight=False,
+        soft_wrap=plain,
+        force_terminal=False if plain else None,
+        emoji=False,
+    )
+
+
+def fix_lines(fix: dict[str, Any]) -> list[str]:
+    """The copy-pastable lines of a fix (env exports, patch, command, code)."""
+    lines = [f"export {name}={value}" for name, value in fix.get("env", {}).items()]
+    for key in ("patch", "command", "code"):
+        if fix.get(key):
+            lines.extend(str(fix[key]).splitlines())
+    return lines
+
+
+def render_diagnosis(console: Console, number: int, diagnosis: Diagnosis) -> None:
+    """Print one diagnosis."""
+    head = Text(f"{number}. ", style="bold")
+    head.append(diagnosis.category, style="bold red" if number == 1 else "bold yellow")
+    head.append(" · ")
+    head.append(diagnosis.title, style="bold")
+    head.append(f"   confidence {diagnosis.confidence:.2f}", style="dim")
+    console.print(head)
+    console.print(Text("   " + diagnosis.summary))
+    if diagnosis.explained_by:
+        console.print(Text(f"   (a symptom of {diagnosis.explained_by}, shown above)", style="dim"))
+    console.print(Text("   evidence", style="bold"))
+    for line in diagnosis.evidence:
+        where = Text(f"     {line.location()}", style="cyan")
+        if line.rank is not None:
+            where.append(f" [rank {line.rank}]", style="magenta")
+        text = line.text if len(line.text) <= _EVIDENCE_WIDTH else line.text[:_EVIDENCE_WIDTH] + "…"
+        where.append("  " + text)
+        console.print(where)
+    if diagnosis.fixes:
+        console.print(Text("   fix", style="bold"))
+        for index, fix in enumerate(diagnosis.fixes, 1):
+            console.print(Text(f"     {index}. {fix['title']}", style="green"))
+            if fix.get("change"):
+                console.print(Text(f"        ({fix['change']})", style="dim"))
+            for line in fix_lines(fix):
+                console.print(Text(f"        {line}"))
+            if fix.get("note"):
+                console.print(Text(f"        {fix['note']}", style="dim"))
+    if diagnosis.explains:
+        console.print(Text(f"   explains: {', '.join(diagnosis.explains)}", style="dim"))
+    console.print(Text(f"   ranked by: {diagnosis.reason}", style="dim"))
+    console.print()
+
+
+def render_text(report: Report, console: Console, top: int | None = None) -> None:
+    """Print the diagnoses best first; a healthy log prints nothing."""
+    for number, diagnosis in enumerate(report.diagnoses[:top] if top else report.diagnoses, 1):
+        render_diagnosis(console, number, diagnosis)
+
+
+def render_json(report: Report, file: TextIO, top: int | None = None) -> None:
+    """Write the versioned JSON document."""
+    data = report.to_json()
+    if top:
+        data["diagnoses"] = data["diagnoses"][:top]
+    json.dump(data, file, indent=2, ensure_ascii=False)
+    file.write("\n")

@@ -1,0 +1,263 @@
+"""From findings to ranked diagnoses: facts into the engine, hypotheses out, root cause first.
+
+:class:`Diagnoser` holds one run: it numbers findings into facts (dropping exact repeats, and
+bounding how many facts of a kind a run keeps), asserts them into the rule session, records
+each rule that fires as a hypothesis, and :meth:`Diagnoser.diagnoses` ranks them:
+
+1. one diagnosis per category: the most confident rule leads with its explanation and fixes;
+   the other rules of the category that fired are listed as ``also_matched``;
+2. a diagnosis whose rule ``explains`` another's category is its root cause: the symptom moves
+   below it, loses confidence, and the cause lists it under ``explains``;
+3. causes before symptoms; then by confidence; then the earliest evidence (the rank that failed
+   first) first.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..parsers.extract import Finding
+from ..parsers.lines import LogLine
+from .durable import Firing, RuleSession
+from .facts import Fact
+from .fixes import fill, render_fix
+from .rules import Rule
+
+#: A run keeps at most this many facts of one kind (a log of 10⁶ NCCL WARN lines stays bounded).
+MAX_FACTS_PER_KIND = 200
+SYMPTOM_FACTOR = 0.6
+_EVIDENCE_LINES = 12
+
+
+@dataclass
+class Hypothesis:
+    """A rule that fired, with every set of facts it fired on."""
+
+    rule: Rule
+    matches: list[list[Fact]] = field(default_factory=list)
+
+    @property
+    def facts(self) -> list[Fact]:
+        """Every matched fact, once, in log order."""
+        seen: dict[int, Fact] = {}
+        for facts in self.matches:
+            for fact in facts:
+                seen.setdefault(fact.seq, fact)
+        return sorted(seen.values(), key=lambda f: f.seq)
+
+    @property
+    def first_seq(self) -> int:
+        """The order of its earliest fact."""
+        return min(f.seq for f in self.facts)
+
+
+@dataclass
+class Diagnosis:
+    """One ranked answer: a category, its best rule, the evidence and the fixes."""
+
+    rule: str
+    category: str
+    title: str
+    confidence: float
+    summary: str
+    evidence: list[LogLine]
+    fixes: list[dict[str, Any]]
+    ranks: list[int]
+    reason: str
+    explains: list[str] = field(default_factory=list)
+    explained_by: str | None = None
+    also_matched: list[str] = field(default_factory=list)
+    references: list[str] = field(default_factory=list)
+    probe_name: str | None = None
+    probe: dict[str, Any] | None = None
+    first_seq: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The diagnosis as the JSON report's ``diagnoses`` entries (DESIGN.md contract)."""
+        data: dict[str, Any] = {
+            "rule": self.rule,
+            "category": self.category,
+            "title": self.title,
+            "confidence": round(self.confidence, 3),
+            "reason": self.reason,
+            "summary": self.summary,
+            "evidence": [_evidence_json(line) for line in self.evidence],
+            "fixes": self.fixes,
+            "explains": self.explains,
+            "ranks": self.ranks,
+        }
+        if self.explained_by:
+            data["explained_by"] = self.explained_by
+        if self.also_matched:
+            data["also_matched"] = self.also_matched
+        if self.references:
+            data["references"] = self.references
+        if self.probe is not None:
+            data["probe"] = self.probe
+        return data
+
+
+def _evidence_json(line: LogLine) -> dict[str, Any]:
+    item: dict[str, Any] = {"path": line.path, "line": line.lineno, "text": line.text}
+    if line.rank is not None:
+        item["rank"] = line.rank
+    if line.time is not None:
+        item["time"] = line.time
+    return item
+
+
+class Diagnoser:
+    """The engine side of one run."""
+
+    def __init__(self, session: RuleSession, sid: str) -> None:
+        self.session = session
+        self.sid = sid
+        self.facts: dict[int, Fact] = {}
+        self.hypotheses: dict[str, Hypothesis] = {}
+        self.config: dict[str, Any] = {}
+        self._seq = 0
+        self._signatures: set[tuple[Any, ...]] = set()
+        self._per_kind: Counter[str] = Counter()
+        self.dropped = Counter[str]()
+
+    def add(self, finding: Finding) -> list[Hypothesis]:
+        """Assert one finding; return the hypotheses it created or strengthened."""
+        draft = finding.draft
+        if draft.kind == "config":
+            self.config[draft.fields["key"]] = draft.fields["value"]
+        signature = (draft.kind, finding.rank, tuple(sorted(map(str, draft.fields.items()))))
+        if signature in self._signatures:
+            return []  # the same message printed again (logger + traceback, retries)
+        if self._per_kind[draft.kind] >= MAX_FACTS_PER_KIND:
+            self.dropped[draft.kind] += 1
+            return []
+        self._signatures.add(signature)
+        self._per_kind[draft.kind] += 1
+        self._seq += 1
+        fact = Fact(draft.kind, draft.fields, finding.evidence, self._seq, finding.rank)
+        self.facts[fact.seq] = fact
+        return self._record(self.session.assert_fact(fact.to_engine(self.sid)))
+
+    def _record(self, firings: list[Firing]) -> list[Hypothesis]:
+        touched = []
+        for firing in firings:
+            facts = [self.facts[i] for i in firing.fact_ids if i in self.facts]
+            if not facts:
+                continue
+            hypothesis = self.hypotheses.setdefault(firing.rule.id, Hypothesis(firing.rule))
+            hypothesis.matches.append(facts)
+            touched.append(hypothesis)
+        return touched
+
+    def close(self) -> None:
+        """Release the run's facts in the engine."""
+        for fact in self.facts.values():
+            self.session.retract_fact(fact.to_engine(self.sid))
+
+    # -- ranking ---------------------------------------------------------------------------
+
+    def diagnoses(self) -> list[Diagnosis]:
+        """Rank the hypotheses so far (see the module docstring)."""
+        by_category: dict[str, list[Hypothesis]] = {}
+        for hypothesis in self.hypotheses.values():
+            by_category.setdefault(hypothesis.rule.category, []).append(hypothesis)
+        results = [self._diagnosis(group) for group in by_category.values()]
+        by_cat = {d.category: d for d in results}
+        for cause in sorted(results, key=lambda d: (-d.confidence, d.first_seq)):
+            if cause.explained_by:
+                continue
+            for symptom_category in self._explains(cause.rule):
+                symptom = by_cat.get(symptom_category)
+                if symptom is None or symptom is cause or symptom.explained_by:
+                    continue
+                if (
+                    cause.category in self._explains(symptom.rule)
+                    and symptom.first_seq < cause.first_seq
+                ):
+                    continue  # each explains the other: the one seen first is the cause
+                symptom.explained_by = cause.category
+                symptom.confidence *= SYMPTOM_FACTOR
+                symptom.reason += f"; a symptom of {cause.category}, which explains it"
+                cause.explains.append(symptom_category)
+        results.sort(key=lambda d: (d.explained_by is not None, -d.confidence, d.first_seq))
+        return results
+
+    def _explains(self, rule_id: str) -> list[str]:
+        return self.session.rules[rule_id].explains
+
+    def _diagnosis(self, group: list[Hypothesis]) -> Diagnosis:
+        group.sort(key=lambda h: (-h.rule.confidence, h.first_seq))
+        best = group[0]
+        rule = best.rule
+        facts = best.matches[0]
+        fields = self._fields(rule, facts)
+        fixes = [render_fix(spec, fields, self.config) for spec in rule.fixes]
+        all_facts = {f.seq: f for h in group for f in h.facts}
+        ranks = sorted({f.rank for f in all_facts.values() if f.rank is not None})
+        confidence = rule.confidence
+        reason = f"rule {rule.id} matched"
+        repeats = len(best.matches)
+        if repeats > 1:
+            confidence = min(0.99, confidence + 0.02 * min(repeats - 1, 5))
+            reason += f" {repeats} times"
+        if ranks and len(ranks) > 1:
+            reason += f" on ranks {_ranges(ranks)}"
+        if len(group) > 1:
+            reason += f"; {len(group) - 1} more rule(s) of this category agree"
+            confidence = min(0.99, confidence + 0.03)
+        return Diagnosis(
+            rule=rule.id,
+            category=rule.category,
+            title=rule.title,
+            confidence=confidence,
+            summary=fill(rule.summary, fields),
+            evidence=_evidence(best),
+            fixes=fixes,
+            ranks=ranks,
+            reason=reason,
+            also_matched=[h.rule.id for h in group[1:]],
+            references=rule.references,
+            probe_name=rule.probe,
+            first_seq=best.first_seq,
+        )
+
+    def _fields(self, rule: Rule, facts: list[Fact]) -> dict[str, Any]:
+        """Template fields: each fact's fields, flat and under its condition name, plus config."""
+        fields: dict[str, Any] = {}
+        names = [c.name for c in [*rule.all, *rule.any]]
+        by_name = dict(zip(names, facts, strict=False))
+        for fact in reversed(facts):
+            fields.update(fact.fields)
+            fields["rank"] = fact.rank if fact.rank is not None else "?"
+            fields["line"] = fact.line.lineno
+        for name, fact in by_name.items():
+            for key, value in fact.fields.items():
+                fields[f"{name}.{key}"] = value
+        for key, value in self.config.items():
+            fields[f"config.{key}"] = value
+        return fields
+
+
+def _evidence(hypothesis: Hypothesis) -> list[LogLine]:
+    lines: dict[tuple[str, int], LogLine] = {}
+    for fact in hypothesis.facts:
+        for line in fact.evidence:
+            lines.setdefault((line.path, line.lineno), line)
+    ordered = sorted(lines.values(), key=lambda line: (line.path, line.lineno))
+    return ordered[:_EVIDENCE_LINES]
+
+
+def _ranges(ranks: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
+    parts: list[str] = []
+    start = prev = ranks[0]
+    for rank in [*ranks[1:], None]:
+        if rank is not None and rank == prev + 1:
+            prev = rank
+            continue
+        parts.append(f"{start}-{prev}" if prev != start else f"{start}")
+        if rank is not None:
+            start = prev = rank
+    return ", ".join(parts)

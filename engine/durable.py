@@ -1,0 +1,136 @@
+"""The thin adapter between our rule language and the durable-rules engine.
+
+:func:`compile_rules` turns validated :class:`~.rules.Rule` objects into one durable-rules
+ruleset (its JSON form); :class:`RuleSession` owns a durable host, asserts facts into a session
+per run and collects which rules fired on which facts. Nothing outside this module imports
+durable-rules, so the engine stays replaceable.
+
+durable-rules facts this adapter respects: a ruleset cannot be reloaded (one host per rule
+load), an event no rule matches raises ``MessageNotHandledException``, facts stay until
+retracted, and the host dispatches some actions on its own timer thread (hence the lock).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from durable import engine as durable_engine
+
+from .rules import Condition, Rule
+
+_RULESET_NAME = "crashcart"
+_hosts = itertools.count()
+
+
+def line_pattern_id(rule: Rule, condition: Condition) -> str:
+    """The prefilter/pattern id of a ``line`` condition's regex."""
+    return f"rule:{rule.id}:{condition.name}"
+
+
+def _test(field: str, test: Any) -> list[dict[str, Any]]:
+    if not isinstance(test, dict):
+        return [{field: test}]
+    tests: list[dict[str, Any]] = []
+    for op, value in test.items():
+        if op == "eq":
+            tests.append({field: value})
+        elif op == "in":
+            tests.append({"$or": [{field: v} for v in value]})
+        elif op == "exists":
+            tests.append({"$ex" if value else "$nex": {field: 1}})
+        else:
+            tests.append({f"${op}": {field: value}})
+    return tests
+
+
+def _condition(rule: Rule, condition: Condition, first: str | None) -> dict[str, Any]:
+    tests: list[dict[str, Any]] = [{"kind": condition.fact}]
+    if condition.fact == "line":
+        tests.append({"pattern": line_pattern_id(rule, condition)})
+    for field, test in condition.where.items():
+        tests.extend(_test(field, test))
+    if first and first != condition.name:
+        for field in condition.same:
+            tests.append({field: {first: field}})
+    if condition.after:
+        tests.append({"$gt": {"seq": {condition.after: "seq"}}})
+    return {"$and": tests} if len(tests) > 1 else tests[0]
+
+
+def compile_rule(rule: Rule, action: Callable[[Any], None]) -> dict[str, dict[str, Any]]:
+    """Compile one rule into durable-rules rules (an ``any`` becomes one rule per branch)."""
+    branches = [[*rule.all, alternative] for alternative in rule.any] or [list(rule.all)]
+    compiled = {}
+    for index, positives in enumerate(branches):
+        first = positives[0].name
+        items = [{c.name: _condition(rule, c, first)} for c in positives]
+        items += [{f"{c.name}$not": _condition(rule, c, first)} for c in rule.none]
+        compiled[f"{rule.id}#{index}"] = {"all": items, "run": action}
+    return compiled
+
+
+@dataclass
+class Firing:
+    """One match of a rule: the rule and the ids (``seq``) of the facts it matched."""
+
+    rule: Rule
+    fact_ids: list[int]
+
+
+class RuleSession:
+    """A durable-rules host with our rules loaded; runs are separate sessions in it."""
+
+    def __init__(self, rules: list[Rule]) -> None:
+        self.rules = {rule.id: rule for rule in rules}
+        self._lock = threading.RLock()
+        self._firings: dict[str, list[Firing]] = {}
+        self._positive_names = {rule.id: [c.name for c in [*rule.all, *rule.any]] for rule in rules}
+        definition: dict[str, Any] = {}
+        for rule in rules:
+            definition.update(compile_rule(rule, self._action(rule)))
+        self.name = f"{_RULESET_NAME}{next(_hosts)}"
+        self._host = durable_engine.Host()
+        if definition:
+            self._host.register_rulesets({self.name: definition})
+        self._empty = not definition
+
+    def _action(self, rule: Rule) -> Callable[[Any], None]:
+        def fired(closure: Any) -> None:
+            ids = []
+            for name in self._positive_names[rule.id]:
+                matched = getattr(closure, name, None)
+                if matched is not None:
+                    ids.append(int(matched["id"]))
+            with self._lock:
+                self._firings.setdefault(str(closure.s.sid), []).append(Firing(rule, ids))
+
+        return fired
+
+    def assert_fact(self, message: dict[str, Any]) -> list[Firing]:
+        """Assert one fact (it must carry ``sid`` and a unique ``id``); return new firings."""
+        if self._empty:
+            return []
+        sid = str(message["sid"])
+        with self._lock:
+            # A fact no rule cares about raises MessageNotHandledException: normal, not an error.
+            with contextlib.suppress(durable_engine.MessageNotHandledException):
+                self._host.assert_fact(self.name, message)
+            return self._firings.pop(sid, [])
+
+    def retract_fact(self, message: dict[str, Any]) -> None:
+        """Retract a fact asserted earlier (the same message), freeing its memory in the engine.
+
+        This is how a run is closed: durable-rules' ``delete_state`` aborts the process in the
+        2.0.28 release ("free(): invalid pointer"), retracting each fact does not.
+        """
+        if self._empty:
+            return
+        with self._lock:
+            with contextlib.suppress(durable_engine.MessageNotHandledException):
+                self._host.retract_fact(self.name, message)
+            self._firings.pop(str(message["sid"]), None)

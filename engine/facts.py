@@ -1,0 +1,185 @@
+"""Facts: the only thing rules see, and the one place their kinds and fields are documented.
+
+A fact is a kind, typed fields, and the log lines that prove it. Every fact also carries the
+common fields ``rank`` (-1 when unknown), ``seq`` (its order in the run) and ``line``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..parsers.lines import LogLine
+
+COMMON_FIELDS = {
+    "rank": "the rank that printed it (-1 when unknown)",
+    "seq": "order of the fact in the run (later facts have larger seq)",
+    "line": "line number of its first evidence line",
+    "phase": "what the program was doing: train | eval | generate | save | load | data, from the"
+    " traceback frames (unknown for a message outside a traceback)",
+    "steps_logged": "metric lines seen before the fact (0: nothing was logged before it)",
+}
+
+#: kind -> {field: description}. Rules may only name these (checked when rules load).
+FACT_KINDS: dict[str, dict[str, str]] = {
+    "exception": {
+        "type": "exception class name without module (OutOfMemoryError)",
+        "qualname": "exception class as printed (torch.OutOfMemoryError)",
+        "message": "first line of the exception message",
+        "phase": "train | eval | generate | save | load | data, from the frames",
+        "frames": "number of frames in the traceback",
+        "chained": "true when it was raised while handling another exception",
+        "cause_type": "class name of the exception it was raised from, if chained",
+        "steps_logged": "metric lines seen before it",
+    },
+    "cuda_oom": {
+        "backend": "cuda | hip | cublas",
+        "requested_gib": "size of the allocation that failed",
+        "gpu": "GPU index",
+        "total_gib": "GPU capacity",
+        "free_gib": "free memory when it failed",
+        "allocated_gib": "allocated by PyTorch",
+        "reserved_gib": "reserved by PyTorch's caching allocator",
+        "reserved_unallocated_gib": "reserved but not allocated (fragmentation)",
+        "process_in_use_gib": "memory this process held, PyTorch and not",
+        "processes": "number of processes the message lists",
+        "other_processes_gib": "memory held by other processes on the GPU",
+        "fragmentation_hint": "the message itself suggests fragmentation settings",
+        "fits_in_reserved": "the request was smaller than the reserved-but-unallocated memory",
+        "phase": "train | eval | generate | save | load | data, from the frames",
+        "steps_logged": "metric lines seen before the OOM (0: it failed on the first step)",
+    },
+    "nccl_error": {
+        "code": "unhandled_system_error | unhandled_cuda_error | internal_error | invalid_usage"
+        " | remote_error | invalid_argument | duplicate_gpu | aborted | other",
+        "version": "NCCL version",
+        "cuda_failure": "the CUDA failure NCCL reports inside (e.g. out of memory)",
+        "last_error": "NCCL's 'Last error:' text",
+        "message": "first line of the message",
+    },
+    "nccl_warn": {
+        "subsystem": "source file or subsystem of the WARN",
+        "message": "the warning text",
+        "cuda_failure": "CUDA failure named in the warning",
+        "gpu": "local GPU index",
+    },
+    "collective_timeout": {
+        "backend": "nccl | gloo",
+        "op": "the collective (ALLREDUCE, BROADCAST, recv, ...)",
+        "seq_num": "collective sequence number",
+        "timeout_ms": "configured timeout",
+        "ran_ms": "how long it ran before timing out",
+    },
+    "peer_closed": {"backend": "gloo", "message": "the message"},
+    "store_timeout": {
+        "message": "the message",
+        "timeout_s": "timeout in seconds",
+        "joined": "clients that joined",
+        "expected": "clients expected",
+    },
+    "process_exit": {
+        "local_rank": "local rank of the failed worker",
+        "exitcode": "exit code (negative: killed by that signal)",
+        "signal": "signal number",
+        "signal_name": "signal name (SIGKILL)",
+        "host": "host name",
+        "pid": "process id",
+        "root_cause": "true for torchrun's 'Root Cause (first observed failure)' entry",
+        "time": "time of failure as torchrun printed it",
+    },
+    "process_terminated": {"pid": "process id", "signal_name": "signal sent to it"},
+    "device_mismatch": {
+        "device_a": "first device named (cuda:0, cpu, meta)",
+        "device_b": "second device named",
+        "argument": "the argument that was on the wrong device",
+        "op": "the operator or kernel wrapper",
+        "where": "tensors | input_weight",
+    },
+    "cudnn_error": {
+        "status": "NOT_SUPPORTED | INTERNAL_ERROR | EXECUTION_FAILED | NOT_INITIALIZED"
+        " | MAPPING_ERROR | BAD_PARAM | NO_ENGINE | FRONTEND | OTHER",
+        "message": "the message",
+    },
+    "cublas_error": {"status": "status without CUBLAS_STATUS_", "call": "the cuBLAS call"},
+    "cuda_error": {"error": "normalised CUDA error", "message": "the message"},
+    "device_assert": {"file": "kernel source", "kernel": "kernel name", "assertion": "condition"},
+    "requires_grad_error": {
+        "variant": "no_grad_fn | leaf_inplace | numpy_requires_grad | hook_no_grad"
+        " | differentiated_no_grad",
+        "element": "index of the output without grad",
+    },
+    "os_error": {
+        "errno": "errno number (28: no space left)",
+        "strerror": "errno text",
+        "path": "the path in the message",
+        "dir": "its directory",
+        "mount_hint": "/dev/shm | /tmp | cache, when the path says so",
+    },
+    "save_error": {
+        "file": "entry of the checkpoint archive being written",
+        "detail": "file_write_failed | unexpected_pos | central_directory",
+    },
+    "shm_error": {"variant": "bus_error | no_space | too_many_open_files | other", "pid": "pid"},
+    "worker_killed": {"pid": "worker pid", "signal_name": "signal", "detail": "the message"},
+    "nonfinite_metric": {
+        "metric": "loss | grad_norm | eval_loss",
+        "value": "nan | inf | -inf",
+        "step": "step at which it turned non-finite",
+        "points_before": "finite values seen before it (0: from the first step)",
+        "last_finite": "last finite value",
+        "best": "best (lowest) finite value",
+        "median": "median of the finite window",
+        "rise_ratio": "last finite value / best value (>= 2: it was diverging)",
+    },
+    "loss_scale_collapse": {
+        "overflows": "overflow/skip messages seen",
+        "scale": "loss scale reached",
+        "first_scale": "loss scale at the first overflow",
+        "at_minimum": "the scaler said it was at its minimum",
+        "step": "step of the collapse",
+    },
+    "config": {
+        "key": "framework | micro_batch | grad_accum | lr | max_grad_norm | precision | fp16"
+        " | bf16 | gradient_checkpointing | alloc_conf | world_size",
+        "value": "the value echoed in the log",
+    },
+    "line": {
+        "pattern": "id of the rule pattern that matched (set by the compiler)",
+        "text": "the line",
+    },
+}
+
+
+@dataclass
+class Fact:
+    """A fact with provenance: the lines that prove it."""
+
+    kind: str
+    fields: dict[str, Any]
+    evidence: list[LogLine]
+    seq: int
+    rank: int | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def line(self) -> LogLine:
+        """The evidence line that best stands for the fact (the last, usually the message)."""
+        return self.evidence[-1]
+
+    def to_engine(self, sid: str) -> dict[str, Any]:
+        """The JSON-safe message asserted into the rules engine."""
+        message: dict[str, Any] = {
+            "sid": sid,
+            "id": self.seq,
+            "seq": self.seq,
+            "kind": self.kind,
+            "rank": -1 if self.rank is None else self.rank,
+            "line": self.line.lineno,
+        }
+        for name, value in self.fields.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                value = str(value)
+            if isinstance(value, (str, int, float, bool)):
+                message[name] = value
+        return message

@@ -1,0 +1,1 @@
+"""Log parsing: sources, lines, the prefilter, pyparsing grammars, metric series and detectors."""

@@ -1,0 +1,36 @@
+"""The contract between parsers and the rest of the pipeline.
+
+A *message parser* is a module with two names:
+
+``TRIGGERS``
+    ``{name: regex}``: patterns (RE2/Hyperscan syntax, no look-around or back-references) that
+    the prefilter scans for. A line that matches none of them never reaches the parser.
+
+``parse(text: str) -> list[Draft]``
+    Reads one exception message (possibly several lines joined by ``\\n``) or one stand-alone
+    log line, already cleaned of ANSI and rank/timestamp prefixes, and returns what it found.
+
+A :class:`Draft` is a fact without provenance; the pipeline adds the path, line, rank and
+sequence number when it turns drafts into facts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+_UNITS = {"b": 1 / 2**30, "kb": 1 / 2**20, "kib": 1 / 2**20, "mb": 1 / 2**10, "mib": 1 / 2**10}
+_UNITS |= {"gb": 1.0, "gib": 1.0, "tb": 1024.0, "tib": 1024.0, "bytes": 1 / 2**30}
+
+
+@dataclass
+class Draft:
+    """A fact found by a parser, before the pipeline gives it provenance."""
+
+    kind: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def to_gib(value: float | str, unit: str) -> float:
+    """Convert an amount in ``unit`` (B, KiB, MiB, GiB, TiB, or their KB/MB/GB spellings) to GiB."""
+    return round(float(value) * _UNITS[unit.lower()], 4)

@@ -1,0 +1,143 @@
+"""Detectors over metric series: they emit a fact only when something happens.
+
+A run prints thousands of loss lines; the rules never see them. :class:`SeriesTracker` keeps a
+bounded window of each series and emits a draft when a series turns NaN/Inf (with the numbers
+around it) or when fp16 loss scaling collapses. Loss-scale messages look like::
+
+    Gradient overflow.  Skipping step, loss scale reduced to 0.5                     # apex
+    [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 2, reducing to 1  # DeepSpeed
+    Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.
+    FloatingPointError: Minimum loss scale reached (0.0001).                           # fairseq
+
+A handful of overflow skips early in an fp16 run is normal (the scaler searching its range down
+from 2^16); only a scale driven to 8 or below by repeated overflows, or to its minimum, is
+reported.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections import deque
+
+from .base import Draft
+
+TRIGGERS = {
+    "loss_scale": (
+        r"(?i)Skipping step|loss scale already at minimum|Minimum loss scale reached"
+        r"|gradient overflow|OVERFLOW!|Reducing dynamic loss scale"
+    ),
+}
+
+_SCALE = re.compile(
+    r"(?i)(?:reduced to|reducing to|setting loss scale to:?|Minimum loss scale reached \("
+    r"|loss scale from \S+ to)\s*"
+    r"(?P<scale>\d+(?:\.\d*)?(?:e[-+]?\d+)?)"
+)
+_AT_MINIMUM = re.compile(r"(?i)already at minimum|Minimum loss scale reached")
+WINDOW = 256
+#: A scale this small after this many overflows means fp16 cannot represent the values.
+COLLAPSED_SCALE = 8.0
+MIN_OVERFLOWS = 3
+_WATCHED = ("loss", "grad_norm", "eval_loss")
+
+
+def _text(value: float) -> str:
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+class SeriesTracker:
+    """The metric history of one run, bounded in memory, and the detectors over it."""
+
+    def __init__(self) -> None:
+        self.history: dict[str, deque[float]] = {}
+        self.points = 0
+        self.last_step: float | None = None
+        self._reported: set[str] = set()
+        self._overflows = 0
+        self._first_scale: float | None = None
+
+    def observe(self, metrics: dict[str, float]) -> list[Draft]:
+        """Take one metric line's values; return the drafts of anything that just happened."""
+        self.points += 1
+        if "step" in metrics:
+            self.last_step = metrics["step"]
+        drafts = []
+        scale = metrics.get("loss_scale")
+        if scale is not None and math.isfinite(scale):
+            drafts.extend(self._scale_metric(scale))
+        for name in _WATCHED:
+            value = metrics.get(name)
+            if value is None:
+                continue
+            series = self.history.setdefault(name, deque(maxlen=WINDOW))
+            if not math.isfinite(value) and name not in self._reported:
+                self._reported.add(name)
+                drafts.append(self._nonfinite(name, value, series))
+            if math.isfinite(value):
+                series.append(value)
+        return drafts
+
+    def _nonfinite(self, name: str, value: float, series: deque[float]) -> Draft:
+        fields: dict[str, object] = {
+            "metric": name,
+            "value": _text(value),
+            "points_before": len(series),
+        }
+        if self.last_step is not None:
+            fields["step"] = int(self.last_step)
+        if series:
+            best = min(series)
+            last = series[-1]
+            fields["last_finite"] = round(last, 6)
+            fields["best"] = round(best, 6)
+            fields["median"] = round(statistics.median(series), 6)
+            if best > 0:
+                fields["rise_ratio"] = round(last / best, 3)
+        return Draft("nonfinite_metric", fields)
+
+    def _scale_metric(self, scale: float) -> list[Draft]:
+        """A loss scale printed as a metric (Megatron, insightface): collapse is a drop below 1.
+
+        bf16 runs print a constant scale of 1.0, so only a fall from above 1 counts.
+        """
+        if self._first_scale is None:
+            self._first_scale = scale
+        if scale >= 1 or self._first_scale < 1 or "loss_scale" in self._reported:
+            return []
+        self._reported.add("loss_scale")
+        fields: dict[str, object] = {
+            "overflows": self._overflows,
+            "at_minimum": False,
+            "scale": scale,
+            "first_scale": self._first_scale,
+        }
+        if self.last_step is not None:
+            fields["step"] = int(self.last_step)
+        return [Draft("loss_scale_collapse", fields)]
+
+    def loss_scale(self, text: str) -> list[Draft]:
+        """Read a loss-scale message; return a draft once the scale has collapsed."""
+        match = _SCALE.search(text)
+        at_minimum = bool(_AT_MINIMUM.search(text))
+        if not match and not at_minimum:
+            return []
+        self._overflows += 1
+        scale = float(match["scale"]) if match else None
+        if scale is not None and self._first_scale is None:
+            self._first_scale = scale
+        collapsed = at_minimum or (
+            scale is not None and scale <= COLLAPSED_SCALE and self._overflows >= MIN_OVERFLOWS
+        )
+        if not collapsed or "loss_scale" in self._reported:
+            return []
+        self._reported.add("loss_scale")
+        fields: dict[str, object] = {"overflows": self._overflows, "at_minimum": at_minimum}
+        if scale is not None:
+            fields["scale"] = scale
+        if self._first_scale is not None:
+            fields["first_scale"] = self._first_scale
+        if self.last_step is not None:
+            fields["step"] = int(self.last_step)
+        return [Draft("loss_scale_collapse", fields)]

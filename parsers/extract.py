@@ -1,0 +1,448 @@
+"""From raw chunks to parser findings: the incremental front half of the pipeline.
+
+:class:`Extractor` is fed byte chunks per source, in any sizes, and returns what the parsers
+found as soon as each finding is complete. It keeps per-source state across chunks (the partial
+last line, line numbers, open traceback blocks per rank) and per-run state (metric series,
+echoed configuration), so the same object serves ``analyze`` (fed a whole file, then
+:meth:`finish`) and ``watch`` (fed whatever arrived).
+
+Only prefilter candidates are decoded, except while a block (a traceback, a torchrun failure
+summary) is open on a source: then every line is read until it closes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import re2
+
+from . import cuda_oom, detectors, elastic, metrics, nccl, oserror, torch_errors, traceback
+from .base import Draft
+from .config import TRIGGERS as CONFIG_TRIGGERS
+from .config import parse_config
+from .lines import MAX_LINE_BYTES, TRUNCATION_MARKER, LogLine, make_line
+from .prefilter import Prefilter
+
+#: Modules whose ``parse(text)`` reads exception messages and stand-alone lines.
+MESSAGE_PARSERS: tuple[ModuleType, ...] = (cuda_oom, nccl, torch_errors, oserror, elastic)
+_EVIDENCE_FRAMES = 1
+_MAX_MESSAGE_EVIDENCE = 4
+_ELASTIC_WAIT_LINES = 4
+_ELASTIC_MAX_LINES = 400
+_PHASES = [
+    ("generate", re.compile(r"(?i)generate|greedy_search|beam_search|_sample\b|sample_")),
+    (
+        "eval",
+        re.compile(
+            r"(?i)evaluat|prediction_step|validation_step|test_step|predict|\beval|^test\b|^valid"
+        ),
+    ),
+    ("save", re.compile(r"(?i)save|_checkpoint\b|serializ")),
+    ("load", re.compile(r"(?i)\bload|from_pretrained|_load")),
+    ("data", re.compile(r"(?i)__getitem__|_worker_loop|collate|fetch\b|__next__")),
+]
+
+
+@dataclass
+class Finding:
+    """What a parser found, with the lines that prove it."""
+
+    draft: Draft
+    evidence: list[LogLine]
+    rank: int | None
+
+
+@dataclass
+class _Block:
+    collector: traceback.TracebackCollector = field(default_factory=traceback.TracebackCollector)
+    lines: list[LogLine] = field(default_factory=list)
+    prefix: str = ""  # the shape of a per-line prefix in front of the traceback, if any
+
+
+_TRACEBACK_HEADER = "Traceback (most recent call last):"
+_DIGIT = re.compile(r"\d")
+
+
+def _shape(text: str) -> str:
+    """A prefix with its digits blanked, so that per-line timestamps still compare equal."""
+    return _DIGIT.sub("0", text)
+
+
+@dataclass
+class SourceStats:
+    """Bytes and lines read from one source."""
+
+    bytes: int = 0
+    lines: int = 0
+    truncated_lines: int = 0
+
+
+@dataclass
+class _SourceState:
+    name: str
+    default_rank: int | None
+    pending: bytes = b""
+    lineno: int = 0
+    overlong_head: bytes | None = None
+    overlong_dropped: int = 0
+    blocks: dict[int | None, _Block] = field(default_factory=dict)
+    elastic_wait: int = 0
+    elastic_lines: list[LogLine] | None = None
+    stats: SourceStats = field(default_factory=SourceStats)
+
+    def busy(self) -> bool:
+        return (
+            self.elastic_wait > 0
+            or self.elastic_lines is not None
+            or any(block.collector.active for block in self.blocks.values())
+        )
+
+
+def phase_of(frames: Iterable[traceback.Frame]) -> str:
+    """What the program was doing, judged from the innermost frame that says so."""
+    for frame in reversed(list(frames)):
+        for phase, pattern in _PHASES:
+            # The call on the frame's code line counts too: `evaluator.evaluate(...)` in `main`.
+            if pattern.search(frame.func) or pattern.search(frame.code.split("(", 1)[0]):
+                return phase
+    return "train"
+
+
+class Extractor:
+    """Incremental extraction for one run (one or several sources, e.g. one per rank)."""
+
+    def __init__(self, line_patterns: dict[str, str] | None = None) -> None:
+        self.line_patterns = dict(line_patterns or {})
+        self.prefilter = build_prefilter(self.line_patterns)
+        self._rule_regexes = {pid: re2.compile(rx) for pid, rx in self.line_patterns.items()}
+        self._bits = _BitMap(self.prefilter, self.line_patterns)
+        self._sources: dict[str, _SourceState] = {}
+        self.series = detectors.SeriesTracker()
+        self.config: dict[str, Any] = {}
+
+    # -- feeding -------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, SourceStats]:
+        """Bytes and lines read so far, per source."""
+        return {name: state.stats for name, state in self._sources.items()}
+
+    def feed(self, source: str, data: bytes, default_rank: int | None = None) -> list[Finding]:
+        """Take the next bytes of ``source``; return findings completed by them."""
+        state = self._sources.get(source)
+        if state is None:
+            state = self._sources[source] = _SourceState(source, default_rank)
+        state.stats.bytes += len(data)
+        out: list[Finding] = []
+        if state.overlong_head is not None:
+            newline = data.find(b"\n")
+            if newline < 0:
+                state.overlong_dropped += len(data)
+                return out
+            state.overlong_dropped += newline
+            self._finish_overlong(state, out)
+            data = data[newline + 1 :]
+        buf = state.pending + data if state.pending else data
+        cut = buf.rfind(b"\n") + 1
+        rest = buf[cut:]
+        if len(rest) > MAX_LINE_BYTES:
+            state.overlong_head, state.overlong_dropped = rest[:MAX_LINE_BYTES], len(rest)
+            state.pending = b""
+        else:
+            state.pending = rest
+        if cut:
+            self._scan(state, memoryview(buf)[:cut].tobytes() if cut < len(buf) else buf, out)
+        return out
+
+    def finish(self, source: str | None = None) -> list[Finding]:
+        """End of input for one source (or all): flush partial lines and open blocks."""
+        out: list[Finding] = []
+        names = [source] if source is not None else list(self._sources)
+        for name in names:
+            state = self._sources.get(name)
+            if state is None:
+                continue
+            if state.overlong_head is not None:
+                self._finish_overlong(state, out)
+            if state.pending:
+                pending, state.pending = state.pending, b""
+                self._scan(state, pending + b"\n", out)
+            self.flush_blocks(name, out)
+        return out
+
+    def flush_blocks(self, source: str, out: list[Finding] | None = None) -> list[Finding]:
+        """Close the open blocks of a source (end of input, or the live evidence bound)."""
+        out = [] if out is None else out
+        state = self._sources[source]
+        for block in state.blocks.values():
+            if block.collector.active:
+                self._traceback_done(state, block, block.collector.finish(), out)
+        if state.elastic_lines is not None:
+            self._elastic_done(state, out)
+        state.elastic_wait = 0
+        return out
+
+    def _finish_overlong(self, state: _SourceState, out: list[Finding]) -> None:
+        head, total = state.overlong_head or b"", state.overlong_dropped + MAX_LINE_BYTES
+        state.overlong_head, state.overlong_dropped = None, 0
+        state.stats.truncated_lines += 1
+        # The head alone goes through the prefilter; the marker says how much was cut.
+        self._scan(state, head + b"\n", out, marker=TRUNCATION_MARKER.format(n=total))
+
+    # -- scanning ------------------------------------------------------------------------
+
+    def _scan(
+        self, state: _SourceState, buf: bytes, out: list[Finding], marker: str | None = None
+    ) -> None:
+        hits = self.prefilter.scan(buf)
+        pos, index, size = 0, 0, len(buf)
+        while pos < size:
+            if state.busy():
+                end = buf.find(b"\n", pos)
+                end = size if end < 0 else end
+                mask = 0
+                if index < len(hits) and hits[index][0] == pos:
+                    mask = hits[index][2]
+                    index += 1
+                state.lineno += 1
+                self._line(state, buf[pos:end], mask, out, marker)
+                pos = end + 1
+                continue
+            if index >= len(hits):
+                state.lineno += buf.count(b"\n", pos)
+                break
+            start, end, mask = hits[index]
+            index += 1
+            state.lineno += buf.count(b"\n", pos, start) + 1
+            self._line(state, buf[start:end], mask, out, marker)
+            pos = end + 1
+        state.stats.lines = state.lineno
+
+    def _line(
+        self, state: _SourceState, raw: bytes, mask: int, out: list[Finding], marker: str | None
+    ) -> None:
+        line = make_line(state.name, state.lineno, raw, state.default_rank)
+        if marker:
+            line.text += marker
+        if len(raw) > MAX_LINE_BYTES:
+            state.stats.truncated_lines += 1
+        bits = self._bits
+        if mask & bits.rules:
+            self._rule_lines(line, mask, out)
+        if self._in_block(state, line, out):
+            return
+        if not mask:
+            return
+        if mask & bits.traceback:
+            block = state.blocks.setdefault(line.rank, _Block())
+            start = line.text.find(_TRACEBACK_HEADER)
+            if start < 0:  # a headless traceback: its first frame line opens the block
+                start = line.text.find('File "')
+                start = start - 2 if start >= 2 and line.text[start - 2 : start] == "  " else start
+            block.prefix = _shape(line.text[:start]) if start > 0 else ""
+            block.collector.start(line.text[max(start, 0) :])
+            block.lines = [line]
+            return
+        if mask & bits.metrics:
+            found = metrics.parse_metrics(line.text)
+            if found:
+                for draft in self.series.observe(found):
+                    out.append(Finding(draft, [line], line.rank))
+        if mask & bits.loss_scale:
+            for draft in self.series.loss_scale(line.text):
+                out.append(Finding(draft, [line], line.rank))
+        if mask & bits.config:
+            self._config(line, out)
+        if mask & bits.messages:
+            for module in bits.modules(mask):
+                for draft in _safe_parse(module, line.text):
+                    draft.fields.setdefault("phase", "unknown")
+                    draft.fields.setdefault("steps_logged", self.series.points)
+                    out.append(Finding(draft, [line], line.rank))
+            if "ChildFailedError" in line.text:
+                state.elastic_wait = _ELASTIC_WAIT_LINES
+
+    def _in_block(self, state: _SourceState, line: LogLine, out: list[Finding]) -> bool:
+        """Route a line to an open block; True if the block consumed it."""
+        if state.elastic_lines is not None:
+            state.elastic_lines.append(line)
+            if line.text.startswith("====") or len(state.elastic_lines) > _ELASTIC_MAX_LINES:
+                self._elastic_done(state, out)
+            return True
+        if state.elastic_wait:
+            state.elastic_wait -= 1
+            if line.text.startswith("===="):
+                state.elastic_wait, state.elastic_lines = 0, [line]
+                return True
+        block = state.blocks.get(line.rank)
+        if block is None or not block.collector.active:
+            return False
+        text = line.text
+        if block.prefix:
+            # Loggers and job runners print their own prefix before every line of a traceback
+            # ("2023-04-29 06:01:12.977 [177/train (pid 28936)] "); drop one of the same shape.
+            head = len(block.prefix)
+            if _shape(text[:head]) != block.prefix:
+                self._traceback_done(state, block, block.collector.finish(), out)
+                return False
+            text = text[head:]
+            line = LogLine(line.path, line.lineno, text, line.rank, line.time)
+        finished, consumed = block.collector.feed(
+            text, new_record=line.time is not None and not block.prefix
+        )
+        if consumed:
+            block.lines.append(line)
+        if finished is not None or not block.collector.active:
+            self._traceback_done(state, block, finished, out)
+        return consumed
+
+    # -- turning blocks and lines into findings ------------------------------------------
+
+    def _traceback_done(
+        self, state: _SourceState, block: _Block, lines: list[str] | None, out: list[Finding]
+    ) -> None:
+        logged, block.lines = block.lines, []
+        parsed = traceback.parse_block(lines) if lines else None
+        if parsed is None:
+            return
+        final = parsed.final
+        rank = logged[0].rank if logged else None
+        phase = phase_of(parsed.frames)
+        evidence = _traceback_evidence(logged, final)
+        fields: dict[str, Any] = {
+            "type": final.type,
+            "qualname": final.qualname,
+            "message": final.message.split("\n", 1)[0][:500],
+            "phase": phase,
+            "frames": len(parsed.frames),
+            "chained": bool(parsed.chain),
+            "steps_logged": self.series.points,
+        }
+        if parsed.chain:
+            fields["cause_type"] = parsed.chain[-1].type
+        out.append(Finding(Draft("exception", fields), evidence, rank))
+        for exc in [*parsed.chain, final]:
+            text = f"{exc.qualname}: {exc.message}"
+            for module in MESSAGE_PARSERS:
+                for draft in _safe_parse(module, text):
+                    draft.fields.setdefault("phase", phase)
+                    draft.fields.setdefault("steps_logged", self.series.points)
+                    out.append(Finding(draft, evidence, rank))
+        if final.type == "ChildFailedError":
+            state.elastic_wait = _ELASTIC_WAIT_LINES
+
+    def _elastic_done(self, state: _SourceState, out: list[Finding]) -> None:
+        lines, state.elastic_lines = state.elastic_lines or [], None
+        try:
+            drafts = elastic.parse_block([line.text for line in lines])
+        except Exception:
+            drafts = []
+        for draft in drafts:
+            evidence = _elastic_evidence(lines, draft)
+            out.append(Finding(draft, evidence, draft.fields.get("rank")))
+
+    def _config(self, line: LogLine, out: list[Finding]) -> None:
+        for key, value in parse_config(line.text):
+            if self.config.get(key) == value:
+                continue
+            if key == "framework" and "framework" in self.config:
+                continue  # the first framework named wins; later mentions are usually imports
+            self.config[key] = value
+            out.append(Finding(Draft("config", {"key": key, "value": value}), [line], line.rank))
+
+    def _rule_lines(self, line: LogLine, mask: int, out: list[Finding]) -> None:
+        for pid in self._bits.rule_ids(mask):
+            match = self._rule_regexes[pid].search(line.text)
+            if match is None:
+                continue  # matched the raw bytes, not the cleaned text
+            fields = {"pattern": pid, "text": line.text[:500]}
+            fields |= {k: v for k, v in match.groupdict().items() if v is not None}
+            out.append(Finding(Draft("line", fields), [line], line.rank))
+
+
+class _BitMap:
+    """Which prefilter bits belong to which consumer."""
+
+    def __init__(self, prefilter: Prefilter, line_patterns: dict[str, str]) -> None:
+        def mask(names: Iterable[str]) -> int:
+            result = 0
+            for name in names:
+                result |= prefilter.bit(name)
+            return result
+
+        self.traceback = mask(f"traceback:{n}" for n in traceback.TRIGGERS)
+        self.metrics = mask(f"metrics:{n}" for n in metrics.TRIGGERS)
+        self.loss_scale = mask(f"detectors:{n}" for n in detectors.TRIGGERS)
+        self.config = mask(f"config:{n}" for n in CONFIG_TRIGGERS)
+        self._modules = [(mask(f"{_short(m)}:{n}" for n in m.TRIGGERS), m) for m in MESSAGE_PARSERS]
+        self.messages = 0
+        for bits, _ in self._modules:
+            self.messages |= bits
+        self._rules = [(prefilter.bit(pid), pid) for pid in line_patterns]
+        self.rules = mask(line_patterns)
+
+    def modules(self, mask: int) -> list[ModuleType]:
+        return [module for bits, module in self._modules if mask & bits]
+
+    def rule_ids(self, mask: int) -> list[str]:
+        return [pid for bit, pid in self._rules if mask & bit]
+
+
+def _short(module: ModuleType) -> str:
+    return module.__name__.rsplit(".", 1)[-1]
+
+
+_prefilters: dict[tuple[tuple[str, str], ...], Prefilter] = {}
+
+
+def build_prefilter(line_patterns: dict[str, str]) -> Prefilter:
+    """The combined prefilter of every parser trigger and rule pattern (cached per rule set)."""
+    key = tuple(sorted(line_patterns.items()))
+    if key not in _prefilters:
+        patterns: dict[str, str] = {}
+        for module in (traceback, metrics, detectors, *MESSAGE_PARSERS):
+            patterns |= {f"{_short(module)}:{n}": rx for n, rx in module.TRIGGERS.items()}
+        patterns |= {f"config:{n}": rx for n, rx in CONFIG_TRIGGERS.items()}
+        patterns |= line_patterns
+        _prefilters[key] = Prefilter(patterns)
+    return _prefilters[key]
+
+
+def _safe_parse(module: ModuleType, text: str) -> list[Draft]:
+    try:
+        return list(module.parse(text))
+    except Exception:
+        return []
+
+
+def _traceback_evidence(lines: list[LogLine], final: traceback.ExceptionInfo) -> list[LogLine]:
+    """The innermost frame and the final exception's message lines."""
+    if not lines:
+        return []
+    start = len(lines) - 1
+    first_message_line = final.message.split("\n", 1)[0]
+    for index in range(len(lines) - 1, -1, -1):
+        text = lines[index].text
+        if text.startswith(final.qualname) and first_message_line[:40] in text:
+            start = index
+            break
+    frames = [i for i in range(start) if lines[i].text.lstrip().startswith("File ")][
+        -_EVIDENCE_FRAMES:
+    ]
+    message = [line for line in lines[start:] if line.text.strip()][:_MAX_MESSAGE_EVIDENCE]
+    return [lines[i] for i in frames] + message
+
+
+def _elastic_evidence(lines: list[LogLine], draft: Draft) -> list[LogLine]:
+    wanted = [str(draft.fields.get(k)) for k in ("rank", "exitcode") if k in draft.fields]
+    picked = [
+        line
+        for line in lines
+        if any(w in line.text for w in wanted)
+        and ("rank" in line.text or "exitcode" in line.text or "Signal" in line.text)
+    ]
+    signal_lines = [line for line in lines if "Signal" in line.text or "signal" in line.text]
+    return (picked + signal_lines)[:4] or lines[:1]

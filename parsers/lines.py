@@ -1,0 +1,100 @@
+"""Turn raw log bytes into clean lines with provenance.
+
+A training log line arrives as bytes that may hold anything: ANSI colours, tqdm's ``\\r``
+rewrites, invalid UTF-8, a 100 MB line of base64. :func:`clean` makes it readable text and
+:func:`peel` lifts the prefixes that launchers and loggers put in front of it into fields::
+
+    >>> peel("[rank3]: RuntimeError: CUDA out of memory.")
+    ('RuntimeError: CUDA out of memory.', 3, None)
+    >>> peel("2024-05-01 12:00:03,114 - INFO - step 10")
+    ('INFO - step 10', None, '2024-05-01 12:00:03,114')
+    >>> peel("[default1]:[2024-05-01T12:00:03Z] loss: 0.3")
+    ('loss: 0.3', 1, '2024-05-01T12:00:03Z')
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: Lines longer than this are cut, so that one pathological line cannot exhaust memory.
+MAX_LINE_BYTES = 64 * 1024
+TRUNCATION_MARKER = " …[crashcart: line truncated, {n} bytes]"
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+_TIMESTAMP = (
+    r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+    r"|\d\d/\d\d/\d{4} \d\d:\d\d:\d\d"
+)
+# One prefix at a time, applied until none matches: launchers nest them freely
+# (`[default0]:[2024-...][INFO] ...`, `3: [rank3]: ...`).
+_PREFIX = re.compile(
+    rf"""\s*(?:
+        \[(?:rank|default)(?P<rank>\d+)\]:\s?             # torch 2.x [rank3]:, torchrun --tee [default0]:
+      | (?P<srank>\d{{1,4}}):\s                            # srun -l / torchrun --tee 'N: '
+      | \[1,(?P<mpirank>\d+)\]<std(?:out|err)>:\s?         # mpirun --tag-output
+      | \[?(?P<time>{_TIMESTAMP})\]?(?:\s*[-|:]\s+|\s+|$)  # ISO and logging timestamps
+    )""",
+    re.VERBOSE,
+)
+
+
+@dataclass(slots=True)
+class LogLine:
+    """One cleaned line of a log with where it came from."""
+
+    path: str
+    lineno: int
+    text: str
+    rank: int | None = None
+    time: str | None = None
+
+    def location(self) -> str:
+        """``path:line``, as editors and terminals link it."""
+        return f"{self.path}:{self.lineno}"
+
+
+def clean(raw: bytes) -> str:
+    """Decode one raw line (without its newline) into readable text.
+
+    Invalid UTF-8 becomes U+FFFD, ANSI escapes go, a ``\\r``-rewritten progress bar keeps only
+    its last state, and anything over :data:`MAX_LINE_BYTES` is cut with a visible marker.
+    """
+    cut = len(raw) - MAX_LINE_BYTES
+    if cut > 0:
+        raw = raw[:MAX_LINE_BYTES]
+    text = raw.decode("utf-8", errors="replace")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\r" in text:
+        # tqdm redraws with \r; what the terminal showed last is the last non-empty segment.
+        segments = [s for s in text.split("\r") if s.strip()]
+        text = segments[-1] if segments else ""
+    if cut > 0:
+        text += TRUNCATION_MARKER.format(n=cut + MAX_LINE_BYTES)
+    return text
+
+
+def peel(text: str) -> tuple[str, int | None, str | None]:
+    """Strip rank and timestamp prefixes; return ``(text, rank, time)``."""
+    rank: int | None = None
+    time: str | None = None
+    pos = 0
+    while True:
+        match = _PREFIX.match(text, pos)
+        if not match or match.end() == pos:
+            break
+        found_rank = match["rank"] or match["srank"] or match["mpirank"]
+        if found_rank is not None and rank is None:
+            rank = int(found_rank)
+        elif match["time"] and time is None:
+            time = match["time"]
+        pos = match.end()
+    return text[pos:], rank, time
+
+
+def make_line(path: str, lineno: int, raw: bytes, default_rank: int | None = None) -> LogLine:
+    """Clean and peel one raw line into a :class:`LogLine`."""
+    text, rank, time = peel(clean(raw))
+    return LogLine(path, lineno, text, default_rank if rank is None else rank, time)

@@ -1,0 +1,108 @@
+"""Metric lines (loss, grad_norm, lr, step, epoch) in the formats trainers print them.
+
+Examples of what it reads::
+
+    {'loss': 2.3121, 'grad_norm': 1.84, 'learning_rate': 4.9e-05, 'epoch': 0.02}     # HF Trainer
+    step 120 | loss 2.31 | lr 3.0e-04                                                 # plain
+    Epoch 0:  45%|████▌     | 45/100 [00:01<00:01, 30.2it/s, v_num=0, train_loss=0.512]  # Lightning
+    steps:  10%|█         | 100/1000 [01:00<09:00,  1.66it/s, avr_loss=0.123]          # kohya
+    iteration      100/    1000 | lm loss: 6.5E+00 | loss scale: 65536.0 | grad norm: 1.2  # Megatron
+
+    >>> parse_metrics("{'loss': nan, 'grad_norm': inf, 'learning_rate': 5e-05, 'epoch': 0.4}")
+    {'loss': nan, 'grad_norm': inf, 'lr': 5e-05, 'epoch': 0.4}
+    >>> parse_metrics("Epoch 0:  45%|####  | 45/100 [00:01<00:01, 30.2it/s, train_loss=0.512]")
+    {'step': 45.0, 'loss': 0.512}
+
+Metric lines are the one kind of line that is frequent, so this stays a single compiled regex
+over the candidate line; no pyparsing here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+TRIGGERS = {
+    "metric_loss": r"(?i)loss['\"]?\s*[:=]?\s*['\"]?\s*[-+]?(?:\d|\.\d|nan|inf)",
+    "metric_grad_norm": r"(?i)grad[_ ]norm['\"]?\s*[:=]?\s*[-+]?(?:\d|nan|inf)",
+}
+
+_NUMBER = r"[-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
+_PAIR = re.compile(
+    rf"""['"]?(?P<key>[A-Za-z_][A-Za-z0-9_./ -]{{0,40}}?)['"]?(?:\s*[:=]\s*|\s+)\[?\s*(?P<value>{_NUMBER})(?![\w.])""",
+    re.IGNORECASE,
+)
+_PROGRESS = re.compile(r"\|\s*(?P<step>\d+)/(?P<total>\d+)\s*\[")
+_PLAIN_STEP = re.compile(r"(?i)\b(?:global[_ ]step|step|iteration|iter)\s*[:=]?\s*(?P<step>\d+)\b")
+
+_CANONICAL = {
+    "loss": "loss",
+    "train_loss": "loss",
+    "train/loss": "loss",
+    "training_loss": "loss",
+    "train loss": "loss",
+    "avr_loss": "loss",
+    "avg_loss": "loss",
+    "lm loss": "loss",
+    "lm_loss": "loss",
+    "loss_step": "loss",
+    "train_loss_step": "loss",
+    "eval_loss": "eval_loss",
+    "val_loss": "eval_loss",
+    "eval/loss": "eval_loss",
+    "val/loss": "eval_loss",
+    "validation_loss": "eval_loss",
+    "valid_loss": "eval_loss",
+    "grad_norm": "grad_norm",
+    "grad norm": "grad_norm",
+    "gradient_norm": "grad_norm",
+    "train/grad_norm": "grad_norm",
+    "lr": "lr",
+    "learning_rate": "lr",
+    "train/learning_rate": "lr",
+    "loss scale": "loss_scale",
+    "loss_scale": "loss_scale",
+    "grad scale": "loss_scale",
+    "fp16 grad scale": "loss_scale",
+    "scale": "loss_scale",
+    "step": "step",
+    "global_step": "step",
+    "global step": "step",
+    "iteration": "step",
+    "iter": "step",
+    "epoch": "epoch",
+    "train/epoch": "epoch",
+}
+
+
+def _value(text: str) -> float:
+    lowered = text.lower()
+    if "nan" in lowered:
+        return math.nan
+    if "inf" in lowered:
+        return -math.inf if lowered.startswith("-") else math.inf
+    return float(text)
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """Return the metrics a line reports, under canonical names (``loss``, ``eval_loss``,
+    ``grad_norm``, ``lr``, ``loss_scale``, ``step``, ``epoch``); ``{}`` if it reports none."""
+    found: dict[str, float] = {}
+    for match in _PAIR.finditer(text):
+        key = match["key"].strip().lower()
+        name = _CANONICAL.get(key) or _CANONICAL.get(key.rsplit(" ", 1)[-1])
+        if name and name not in found:
+            try:
+                found[name] = _value(match["value"])
+            except ValueError:
+                continue
+    if "step" not in found:
+        progress = _PROGRESS.search(text)
+        plain = None if progress else _PLAIN_STEP.search(text)
+        if progress:
+            found = {"step": float(progress["step"]), **found}
+        elif plain:
+            found = {"step": float(plain["step"]), **found}
+    if not any(name not in ("step", "epoch", "lr") for name in found):
+        return {}
+    return found

@@ -1,0 +1,227 @@
+"""Python tracebacks: the frames, the final exception, and the chain of causes.
+
+Example input (one block, as :class:`TracebackCollector` gathers it)::
+
+    Traceback (most recent call last):
+      File "train.py", line 41, in <module>
+        main()
+      File "train.py", line 33, in main
+        loss.backward()
+    RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn
+
+Chained exceptions ("During handling of the above exception, another exception occurred:" and
+"The above exception was the direct cause of the following exception:") are kept as one block;
+the last exception is the one that ended the program, the earlier ones are its causes.
+
+The line grammars are pyparsing, built once; the walk over a block's lines is plain Python,
+because a traceback is a sequence of line shapes rather than a nested language.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pyparsing as pp
+
+TRIGGERS = {
+    "traceback_start": r"Traceback \(most recent call last\):",
+    # People often paste a traceback without its header; its first frame starts the block then.
+    "traceback_frame": r"File \"[^\"\n]+\", line \d+, in \S",
+}
+
+_MAX_BLOCK_LINES = 600
+_MAX_MESSAGE_LINES = 25
+
+
+def _build_frame_line() -> pp.ParserElement:
+    # File "/path/to/train.py", line 41, in main
+    path = pp.QuotedString('"')("file")
+    number = pp.common.integer("line")
+    func = pp.rest_of_line()("func")
+    return pp.Suppress(pp.Keyword("File")) + path + "," + "line" + number + "," + "in" + func
+
+
+def _build_exception_line() -> pp.ParserElement:
+    # torch.OutOfMemoryError: CUDA out of memory. ...   |   KeyboardInterrupt
+    qualname = pp.Regex(r"[A-Za-z_][\w.]*(?:\[[\w.]+\])?")("qualname")
+    message = pp.Optional(pp.Suppress(":") + pp.rest_of_line()("message"))
+    return pp.LineStart() + qualname + message + pp.StringEnd()
+
+
+FRAME_LINE = _build_frame_line()
+EXCEPTION_LINE = _build_exception_line()
+_CHAIN_MARKERS = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+_START = "Traceback (most recent call last):"
+# A line that begins a new log record rather than continuing an exception message.
+_NEW_RECORD = re.compile(
+    r"^(?:Traceback \(most recent|[EWIF]\d{4} \d\d:|\[[EWI] |(?:INFO|WARNING|WARN|DEBUG|CRITICAL)\b"
+    r"|={5,}|-{5,}|\s*\d+%\||wandb:|Epoch \d|\{')"
+)
+
+
+@dataclass
+class Frame:
+    """One ``File "...", line N, in func`` entry and its source line."""
+
+    file: str
+    line: int
+    func: str
+    code: str = ""
+
+
+@dataclass
+class ExceptionInfo:
+    """One exception of a (possibly chained) traceback."""
+
+    qualname: str
+    message: str
+    frames: list[Frame] = field(default_factory=list)
+
+    @property
+    def type(self) -> str:
+        """The exception's class name without its module (``OutOfMemoryError``)."""
+        return self.qualname.rsplit(".", 1)[-1]
+
+
+@dataclass
+class Traceback:
+    """A parsed traceback block; ``chain`` holds the causes, oldest first."""
+
+    final: ExceptionInfo
+    chain: list[ExceptionInfo] = field(default_factory=list)
+
+    @property
+    def frames(self) -> list[Frame]:
+        """Every frame of every exception in the block, oldest first."""
+        return [f for exc in [*self.chain, self.final] for f in exc.frames]
+
+
+def is_exception_line(text: str) -> bool:
+    """Whether ``text`` looks like the final ``Type: message`` line of a traceback."""
+    if not text or text[0].isspace():
+        return False
+    try:
+        EXCEPTION_LINE.parse_string(text)
+    except pp.ParseException:
+        return False
+    return True
+
+
+def parse_block(lines: list[str]) -> Traceback | None:
+    """Parse the lines of one traceback block (see the module docstring)."""
+    exceptions: list[ExceptionInfo] = []
+    frames: list[Frame] = []
+    current: ExceptionInfo | None = None
+    for text in lines:
+        stripped = text.strip()
+        if stripped == _START or stripped in _CHAIN_MARKERS or not stripped:
+            current = None
+            continue
+        if text[:1].isspace():
+            if stripped.startswith("File "):
+                try:
+                    found = FRAME_LINE.parse_string(stripped)
+                except pp.ParseException:
+                    continue
+                frames.append(Frame(found["file"], found["line"], found["func"].strip()))
+            elif frames and not frames[-1].code and not set(stripped) <= set("^~ "):
+                frames[-1].code = stripped
+            elif current is not None:
+                current.message += "\n" + stripped
+            continue
+        if current is not None:
+            current.message += "\n" + stripped
+            continue
+        try:
+            found = EXCEPTION_LINE.parse_string(text)
+        except pp.ParseException:
+            continue
+        current = ExceptionInfo(found["qualname"], found.get("message", "").strip(), frames)
+        exceptions.append(current)
+        frames = []
+    if not exceptions:
+        return None
+    return Traceback(exceptions[-1], exceptions[:-1])
+
+
+class TracebackCollector:
+    """Gathers the lines of one traceback from a stream of lines, across chunk boundaries.
+
+    Feed it every line of its stream while :attr:`active`; :meth:`feed` returns the finished
+    block's lines when the traceback ends (or ``None``) and whether the line was consumed. A line
+    that ends a block without belonging to it is returned unconsumed, for the caller to handle.
+    """
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.state = "idle"
+        self._message_lines = 0
+
+    @property
+    def active(self) -> bool:
+        """Whether a traceback is being gathered."""
+        return self.state != "idle"
+
+    def start(self, text: str) -> None:
+        """Begin a block at a ``Traceback (most recent call last):`` line."""
+        self.lines = [text]
+        self.state = "frames"
+        self._message_lines = 0
+
+    def feed(self, text: str, new_record: bool = False) -> tuple[list[str] | None, bool]:
+        """Offer the next line; return ``(finished_block_or_None, consumed)``.
+
+        ``new_record`` says the line carried its own timestamp, so it starts a new log record.
+        """
+        if len(self.lines) >= _MAX_BLOCK_LINES:
+            return self.finish(), False
+        stripped = text.strip()
+        if self.state == "frames":
+            if stripped.startswith(_START):
+                self.lines = [text]  # the previous header had no body; start over
+                return None, True
+            if text[:1].isspace() or not stripped:
+                self.lines.append(text)
+                return None, True
+            self.lines.append(text)
+            self.state = "message"
+            self._message_lines = 0
+            return None, True
+        if self.state == "message":
+            if not stripped:
+                self.state = "after_blank"
+                return None, True
+            if stripped in _CHAIN_MARKERS:
+                self.lines.append(text)
+                self.state = "chain"
+                return None, True
+            self._message_lines += 1
+            if new_record or _NEW_RECORD.match(text) or self._message_lines > _MAX_MESSAGE_LINES:
+                return self.finish(), False
+            self.lines.append(text)
+            return None, True
+        if self.state == "after_blank":
+            if stripped in _CHAIN_MARKERS:
+                self.lines.append(text)
+                self.state = "chain"
+                return None, True
+            if not stripped:
+                return None, True
+            return self.finish(), False
+        # state == "chain": blank lines, then the next Traceback header
+        if not stripped:
+            return None, True
+        if stripped.startswith(_START):
+            self.lines.append(text)
+            self.state = "frames"
+            return None, True
+        return self.finish(), False
+
+    def finish(self) -> list[str] | None:
+        """End the block now (end of input, or a bound reached) and return its lines."""
+        lines, self.lines, self.state = self.lines, [], "idle"
+        return lines if len(lines) > 1 else None

@@ -1,0 +1,85 @@
+"""Ranking on the real pipeline: root cause first, symptoms below, fixes with the log's numbers."""
+
+from __future__ import annotations
+
+from tests.conftest import categories, run_text
+
+MULTI_RANK = """\
+    {'loss': 1.91, 'learning_rate': 2e-05, 'epoch': 0.4}
+    [rank5]:[E ProcessGroupNCCL.cpp:563] [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=15734, OpType=ALLREDUCE, NumelIn=2, NumelOut=2, Timeout(ms)=600000) ran for 600037 milliseconds before timing out.
+    [rank6]:[E ProcessGroupNCCL.cpp:563] [Rank 6] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=15734, OpType=ALLREDUCE, NumelIn=2, NumelOut=2, Timeout(ms)=600000) ran for 600041 milliseconds before timing out.
+    [rank2]: Traceback (most recent call last):
+    [rank2]:   File "train.py", line 9, in <module>
+    [rank2]:     loss.backward()
+    [rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 336.00 MiB. GPU 2 has a total capacity of 79.15 GiB of which 141.25 MiB is free. Process 2109115 has 78.99 GiB memory in use. Of the allocated memory 77.21 GiB is allocated by PyTorch, and 276.90 MiB is reserved by PyTorch but unallocated.
+"""
+
+
+def test_oom_on_one_rank_outranks_the_timeouts_it_caused() -> None:
+    report = run_text(MULTI_RANK)
+    assert categories(report) == ["cuda_oom", "distributed_timeout"]
+    cause, symptom = report.diagnoses
+    assert cause.explains == ["distributed_timeout"]
+    assert symptom.explained_by == "cuda_oom"
+    assert symptom.confidence < cause.confidence
+    assert symptom.ranks == [5, 6]
+    assert "5-6" in symptom.reason
+
+
+def test_evidence_lines_point_at_the_log() -> None:
+    report = run_text(MULTI_RANK)
+    evidence = report.diagnoses[0].evidence
+    assert any("OutOfMemoryError" in line.text and line.rank == 2 for line in evidence)
+    assert all(line.path == "train.log" and line.lineno > 0 for line in evidence)
+
+
+def test_specific_rule_leads_and_generic_is_listed_as_also_matched() -> None:
+    report = run_text(
+        """\
+        RuntimeError: CUDA out of memory. Tried to allocate 1.00 GiB (GPU 0; 23.65 GiB total capacity; 12.00 GiB already allocated; 100.00 MiB free; 20.00 GiB reserved in total by PyTorch)
+        """
+    )
+    top = report.diagnoses[0]
+    assert top.rule == "cuda_oom.fragmentation"
+    assert "cuda_oom.generic" in top.also_matched
+    assert "8.00 GiB reserved but unallocated" in top.summary
+
+
+def test_fix_uses_the_batch_size_the_log_echoed() -> None:
+    report = run_text(
+        """\
+        ***** Running training *****
+          Instantaneous batch size per device = 16
+          Gradient Accumulation steps = 1
+        Traceback (most recent call last):
+          File "train.py", line 3, in <module>
+            trainer.train()
+        torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.02 GiB is free.
+        """
+    )
+    top = report.diagnoses[0]
+    assert top.rule == "cuda_oom.first_step"
+    batch_fix = next(f for f in top.fixes if "micro-batch" in f["title"])
+    assert batch_fix["patch"] == "--per_device_train_batch_size 8 --gradient_accumulation_steps 2"
+    assert "per_device_train_batch_size 16 → 8" in batch_fix["change"]
+    assert "effective batch per device stays 16" in batch_fix["change"]
+
+
+def test_healthy_log_gives_nothing() -> None:
+    report = run_text(
+        """\
+        {'loss': 2.31, 'grad_norm': 1.2, 'learning_rate': 5e-05, 'epoch': 0.1}
+        {'loss': 2.05, 'grad_norm': 0.9, 'learning_rate': 4e-05, 'epoch': 0.2}
+        node1:123:456 [0] NCCL INFO Channel 00/02 :    0   1
+        UserWarning: torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly
+        """
+    )
+    assert report.diagnoses == []
+
+
+def test_repeated_message_is_one_fact() -> None:
+    line = (
+        "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n"
+    )
+    report = run_text(line * 50)
+    assert report.stats["facts"] == 1

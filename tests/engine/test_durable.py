@@ -1,0 +1,105 @@
+"""The durable-rules adapter: our conditions compiled and run by the real engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crashcart.engine.durable import RuleSession
+from crashcart.engine.rules import load_file
+
+RULES = """\
+id: cuda_oom.big
+category: cuda_oom
+title: big
+confidence: 0.5
+when:
+  all:
+    - fact: cuda_oom
+      where: {requested_gib: {gte: 2}, phase: {in: [train, eval]}}
+summary: x
+fixes: [{title: t, command: c}]
+---
+id: distributed_timeout.after_oom_same_rank
+category: distributed_timeout
+title: ordered
+confidence: 0.5
+when:
+  all:
+    - fact: cuda_oom
+      as: oom
+    - fact: collective_timeout
+      same: [rank]
+      after: oom
+summary: x
+fixes: [{title: t, command: c}]
+---
+id: cuda_oom.without_alloc_conf
+category: cuda_oom
+title: absence
+confidence: 0.5
+when:
+  all:
+    - fact: cuda_oom
+  none:
+    - fact: config
+      where: {key: alloc_conf}
+summary: x
+fixes: [{title: t, command: c}]
+"""
+
+
+def session(tmp_path: Path) -> RuleSession:
+    path = tmp_path / "r.yaml"
+    path.write_text(RULES)
+    errors: list = []
+    rules = load_file(path, errors)
+    assert errors == []
+    return RuleSession(rules)
+
+
+def fact(seq: int, kind: str, **fields: object) -> dict:
+    return {"sid": "run", "id": seq, "seq": seq, "kind": kind, "rank": 0, "line": seq, **fields}
+
+
+def fired(firings: list) -> list[str]:
+    return sorted(f.rule.id for f in firings)
+
+
+def test_numeric_and_membership_conditions(tmp_path: Path) -> None:
+    rules = session(tmp_path)
+    assert fired(rules.assert_fact(fact(1, "cuda_oom", requested_gib=1.0, phase="train"))) == [
+        "cuda_oom.without_alloc_conf"
+    ]
+    assert "cuda_oom.big" in fired(
+        rules.assert_fact(fact(2, "cuda_oom", requested_gib=4.0, phase="eval"))
+    )
+
+
+def test_order_and_same_rank_correlation(tmp_path: Path) -> None:
+    rules = session(tmp_path)
+    assert rules.assert_fact(fact(1, "collective_timeout", rank=0)) == []  # before any OOM
+    rules.assert_fact(fact(2, "cuda_oom", requested_gib=1.0))
+    assert rules.assert_fact(fact(3, "collective_timeout", rank=1)) == []  # other rank
+    matched = rules.assert_fact(fact(4, "collective_timeout", rank=0))
+    assert fired(matched) == ["distributed_timeout.after_oom_same_rank"]
+    assert matched[0].fact_ids == [2, 4]
+
+
+def test_absence_condition(tmp_path: Path) -> None:
+    rules = session(tmp_path)
+    rules.assert_fact(fact(1, "config", key="alloc_conf", value="expandable_segments:True"))
+    assert "cuda_oom.without_alloc_conf" not in fired(
+        rules.assert_fact(fact(2, "cuda_oom", requested_gib=1.0))
+    )
+
+
+def test_facts_no_rule_wants_are_not_errors(tmp_path: Path) -> None:
+    assert session(tmp_path).assert_fact(fact(1, "nccl_warn", message="x")) == []
+
+
+def test_retracted_facts_no_longer_match(tmp_path: Path) -> None:
+    rules = session(tmp_path)
+    oom = fact(1, "cuda_oom", requested_gib=1.0)
+    rules.assert_fact(oom)
+    rules.retract_fact(oom)
+    assert rules.assert_fact(fact(2, "collective_timeout", rank=0)) == []

@@ -1,0 +1,73 @@
+"""Detectors over metric series."""
+
+from __future__ import annotations
+
+import math
+
+from crashcart.parsers.detectors import SeriesTracker
+
+
+def feed(tracker: SeriesTracker, losses: list[float]) -> list:
+    drafts = []
+    for step, loss in enumerate(losses, 1):
+        drafts += tracker.observe({"step": float(step), "loss": loss})
+    return drafts
+
+
+def test_divergence_before_nan_is_measured() -> None:
+    drafts = feed(SeriesTracker(), [3.0, 2.0, 1.5, 1.2, 2.5, 6.0, 40.0, math.nan, math.nan])
+    assert len(drafts) == 1  # reported once, not for every NaN line
+    fields = drafts[0].fields
+    assert drafts[0].kind == "nonfinite_metric"
+    assert fields["metric"] == "loss" and fields["value"] == "nan" and fields["step"] == 8
+    assert fields["best"] == 1.2 and fields["last_finite"] == 40.0
+    assert fields["rise_ratio"] > 30
+
+
+def test_nan_from_the_first_step() -> None:
+    drafts = feed(SeriesTracker(), [math.nan, math.nan])
+    assert drafts[0].fields["points_before"] == 0
+
+
+def test_healthy_noisy_series_reports_nothing() -> None:
+    losses = [2.0 - 0.01 * i + (0.3 if i % 7 == 0 else 0.0) for i in range(300)]
+    assert feed(SeriesTracker(), losses) == []
+
+
+def test_early_fp16_overflow_skips_are_normal() -> None:
+    tracker = SeriesTracker()
+    scale = 65536.0
+    drafts = []
+    for _ in range(6):
+        scale /= 2
+        drafts += tracker.loss_scale(
+            f"Gradient overflow.  Skipping step, loss scale reduced to {scale}"
+        )
+    assert drafts == []
+
+
+def test_loss_scale_collapse() -> None:
+    tracker = SeriesTracker()
+    drafts = []
+    for scale in (64, 32, 16, 8, 4, 2):
+        line = f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {scale}, reducing to {scale // 2}"
+        drafts += tracker.loss_scale(line)
+    assert len(drafts) == 1
+    assert drafts[0].kind == "loss_scale_collapse"
+    assert drafts[0].fields["scale"] == 8
+
+
+def test_at_minimum_message() -> None:
+    tracker = SeriesTracker()
+    drafts = tracker.loss_scale(
+        "Current loss scale already at minimum - cannot decrease scale anymore. Exiting run."
+    )
+    assert drafts[0].fields["at_minimum"] is True
+
+
+def test_constant_bf16_scale_of_one_is_not_a_collapse() -> None:
+    tracker = SeriesTracker()
+    drafts = []
+    for step in range(50):
+        drafts += tracker.observe({"step": float(step), "loss": 2.0, "loss_scale": 1.0})
+    assert drafts == []

@@ -1,0 +1,113 @@
+"""The incremental front half: chunks in, findings out, the same whatever the chunk sizes."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from crashcart.parsers.extract import Extractor
+
+LOG = textwrap.dedent(
+    """\
+    ***** Running training *****
+      Instantaneous batch size per device = 16
+    {'loss': 2.1, 'learning_rate': 5e-05, 'epoch': 0.1}
+    [rank1]: Traceback (most recent call last):
+    [rank0]: Traceback (most recent call last):
+    [rank1]:   File "train.py", line 9, in <module>
+    [rank0]:   File "train.py", line 9, in <module>
+    [rank1]:     trainer.evaluate()
+    [rank0]:     loss.backward()
+    [rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 23.65 GiB of which 1.02 GiB is free.
+    [rank0]: RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn
+    done
+    """
+).encode()
+
+
+def run(data: bytes, chunk: int) -> list[tuple[str, int | None, int]]:
+    extractor = Extractor()
+    findings = []
+    for start in range(0, len(data), chunk):
+        findings += extractor.feed("train.log", data[start : start + chunk])
+    findings += extractor.finish()
+    return [(f.draft.kind, f.rank, f.evidence[-1].lineno) for f in findings]
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 20])
+def test_findings_do_not_depend_on_chunk_boundaries(chunk: int) -> None:
+    assert run(LOG, chunk) == run(LOG, len(LOG))
+
+
+def test_interleaved_ranks_give_one_traceback_each() -> None:
+    kinds = run(LOG, len(LOG))
+    assert ("cuda_oom", 1, 10) in kinds
+    assert ("requires_grad_error", 0, 11) in kinds
+    assert sum(1 for kind, _, _ in kinds if kind == "exception") == 2
+
+
+def test_phase_comes_from_the_frames() -> None:
+    extractor = Extractor()
+    findings = extractor.feed("t.log", LOG) + extractor.finish()
+    oom = next(f for f in findings if f.draft.kind == "cuda_oom")
+    assert oom.draft.fields["phase"] == "eval"
+    assert oom.draft.fields["steps_logged"] == 1
+
+
+def test_config_echo_is_remembered() -> None:
+    extractor = Extractor()
+    extractor.feed("t.log", LOG)
+    assert extractor.config == {"framework": "hf", "micro_batch": 16}
+
+
+def test_line_numbers_and_byte_counts() -> None:
+    extractor = Extractor()
+    extractor.feed("t.log", b"a\nb\nc")  # the last line has no newline yet
+    assert extractor.stats()["t.log"].lines == 2
+    extractor.finish()
+    stats = extractor.stats()["t.log"]
+    assert (stats.bytes, stats.lines) == (5, 3)
+
+
+def test_a_line_longer_than_any_chunk_is_capped_not_held() -> None:
+    extractor = Extractor()
+    huge = b"RuntimeError: CUDA out of memory. " + b"x" * (3 << 20)
+    for start in range(0, len(huge), 1 << 20):
+        extractor.feed("t.log", huge[start : start + (1 << 20)])
+    findings = extractor.feed("t.log", b"\nnext line\n") + extractor.finish()
+    stats = extractor.stats()["t.log"]
+    assert stats.truncated_lines == 1 and stats.lines == 2
+    oom = [f for f in findings if f.draft.kind == "cuda_oom"]
+    assert oom and "truncated" in oom[0].evidence[0].text
+
+
+def test_prefixed_traceback_lines_are_unwrapped() -> None:
+    prefix = "2023-04-29 06:01:12.977 [177/train/578 (pid 28936)] "
+    text = "\n".join(
+        prefix + line
+        for line in [
+            "Traceback (most recent call last):",
+            '  File "/opt/torch/serialization.py", line 379, in save',
+            "    _save(obj, opened_zipfile, pickle_module, pickle_protocol)",
+            "OSError: [Errno 28] No space left on device",
+        ]
+    )
+    extractor = Extractor()
+    findings = extractor.feed("t.log", text.encode() + b"\n") + extractor.finish()
+    os_error = next(f for f in findings if f.draft.kind == "os_error")
+    assert os_error.draft.fields["phase"] == "save"
+
+
+def test_headless_traceback_is_still_a_traceback() -> None:
+    text = textwrap.dedent(
+        """\
+          File "train.py", line 193, in test
+            stats = evaluator.evaluate_predictions(results)
+        RuntimeError: CUDA out of memory. Tried to allocate 4.18 GiB (GPU 0; 10.92 GiB total capacity; 4.68 GiB already allocated; 2.44 GiB free; 7.85 GiB reserved in total by PyTorch)
+        """
+    )
+    extractor = Extractor()
+    findings = extractor.feed("t.log", text.encode()) + extractor.finish()
+    oom = next(f for f in findings if f.draft.kind == "cuda_oom")
+    assert oom.draft.fields["phase"] == "eval"

@@ -1,0 +1,56 @@
+"""The combined prefilter, on both engines."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from crashcart.parsers.prefilter import PatternError, Prefilter, check_pattern, hyperscan
+
+ENGINES = ["re2"] + (["hyperscan"] if hyperscan is not None else [])
+PATTERNS = {"oom": r"CUDA out of memory", "nccl": r"NCCL (?:WARN|error)", "loss": r"(?i)loss"}
+LOG = (
+    b"step 1 Loss 2.0\n"
+    b"noise\n"
+    b"RuntimeError: CUDA out of memory. loss\n"
+    b"node:1:2 [0] NCCL WARN Net failed\n"
+    b"last line without newline loss"
+)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_scan_returns_whole_candidate_lines_with_their_patterns(engine: str) -> None:
+    prefilter = Prefilter(PATTERNS, engine=engine)
+    found = [(LOG[s:e], sorted(prefilter.names(m))) for s, e, m in prefilter.scan(LOG)]
+    assert found == [
+        (b"step 1 Loss 2.0", ["loss"]),
+        (b"RuntimeError: CUDA out of memory. loss", ["loss", "oom"]),
+        (b"node:1:2 [0] NCCL WARN Net failed", ["nccl"]),
+        (b"last line without newline loss", ["loss"]),
+    ]
+
+
+def test_engines_agree_on_a_real_log() -> None:
+    if hyperscan is None:
+        pytest.skip("hyperscan has no wheel for this platform")
+    with open("rules/examples/cuda_oom/fragmentation.log", "rb") as handle:
+        data = handle.read()
+    a = Prefilter(PATTERNS, engine="re2").scan(data)
+    b = Prefilter(PATTERNS, engine="hyperscan").scan(data)
+    assert a == b
+
+
+def test_backreferences_are_rejected() -> None:
+    with pytest.raises(PatternError):
+        check_pattern(r"(a)\1")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_catastrophic_backtracking_pattern_stays_linear(engine: str) -> None:
+    # (a+)+$ takes exponential time in a backtracking engine on "aaaa...b".
+    prefilter = Prefilter({"evil": r"(a+)+$"}, engine=engine)
+    hostile = b"a" * 200_000 + b"b\n"
+    started = time.perf_counter()
+    prefilter.scan(hostile)
+    assert time.perf_counter() - started < 5  # backtracking would not finish this century

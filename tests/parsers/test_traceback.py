@@ -1,0 +1,101 @@
+"""Traceback blocks: collecting and parsing."""
+
+from __future__ import annotations
+
+from crashcart.parsers.traceback import TracebackCollector, is_exception_line, parse_block
+
+SIMPLE = [
+    "Traceback (most recent call last):",
+    '  File "train.py", line 41, in <module>',
+    "    main()",
+    '  File "train.py", line 33, in main',
+    "    loss.backward()",
+    "    ^^^^^^^^^^^^^^^",
+    "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn",
+]
+
+CHAINED = [
+    "Traceback (most recent call last):",
+    '  File "data.py", line 5, in load',
+    "    return cache[key]",
+    "KeyError: 'shard-7'",
+    "",
+    "During handling of the above exception, another exception occurred:",
+    "",
+    "Traceback (most recent call last):",
+    '  File "data.py", line 9, in load',
+    "    raise FileNotFoundError(key)",
+    "FileNotFoundError: shard-7",
+]
+
+
+def test_frames_and_final_exception() -> None:
+    parsed = parse_block(SIMPLE)
+    assert parsed is not None
+    assert parsed.final.type == "RuntimeError"
+    assert parsed.final.message.startswith("element 0 of tensors")
+    assert [(f.file, f.line, f.func) for f in parsed.frames] == [
+        ("train.py", 41, "<module>"),
+        ("train.py", 33, "main"),
+    ]
+    assert parsed.frames[-1].code == "loss.backward()"
+
+
+def test_chained_exceptions_keep_their_causes() -> None:
+    parsed = parse_block(CHAINED)
+    assert parsed is not None
+    assert parsed.final.qualname == "FileNotFoundError"
+    assert [e.type for e in parsed.chain] == ["KeyError"]
+
+
+def test_qualified_exception_names() -> None:
+    parsed = parse_block([*SIMPLE[:-1], "torch.OutOfMemoryError: CUDA out of memory."])
+    assert parsed is not None
+    assert (parsed.final.qualname, parsed.final.type) == (
+        "torch.OutOfMemoryError",
+        "OutOfMemoryError",
+    )
+
+
+def feed_all(lines: list[str]) -> tuple[list[str] | None, list[str]]:
+    collector = TracebackCollector()
+    collector.start(lines[0])
+    for index, line in enumerate(lines[1:], 1):
+        block, consumed = collector.feed(line)
+        if block is not None:
+            return block, lines[index if not consumed else index + 1 :]
+    return collector.finish(), []
+
+
+def test_collector_ends_at_the_next_log_record_and_hands_it_back() -> None:
+    block, rest = feed_all([*SIMPLE, "INFO - shutting down", "more"])
+    assert block == SIMPLE
+    assert rest[0] == "INFO - shutting down"
+
+
+def test_collector_keeps_a_chain_together() -> None:
+    block, _ = feed_all([*CHAINED, "", "wandb: finished"])
+    assert block is not None
+    parsed = parse_block(block)
+    assert parsed is not None and parsed.chain
+
+
+def test_collector_keeps_multi_line_messages() -> None:
+    lines = [
+        *SIMPLE[:-1],
+        "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:275, unhandled cuda error",
+        "ncclUnhandledCudaError: Call to CUDA function failed.",
+        "Last error:",
+        "Cuda failure 'out of memory'",
+    ]
+    block, _ = feed_all([*lines, ""])
+    parsed = parse_block(block or [])
+    assert parsed is not None
+    assert parsed.final.message.endswith("Cuda failure 'out of memory'")
+
+
+def test_is_exception_line() -> None:
+    assert is_exception_line("ValueError: bad")
+    assert is_exception_line("KeyboardInterrupt")
+    assert not is_exception_line("    main()")
+    assert not is_exception_line("loss 0.3 step 4: fine")

@@ -1,0 +1,162 @@
+"""The command line as a user runs it: exit codes, stdout/stderr, bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path("rules/examples/cuda_oom/fragmentation.log")
+
+
+def crashcart(
+    *args: str, stdin: bytes | None = None, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "crashcart", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def assert_clean_error(result: subprocess.CompletedProcess, needle: str) -> None:
+    err = result.stderr.decode()
+    assert result.returncode == 2
+    assert "Traceback" not in err
+    assert needle in err
+    assert result.stdout == b""
+
+
+def test_analyze_finds_the_oom_and_exits_1() -> None:
+    result = crashcart("analyze", str(EXAMPLE), env={"NO_COLOR": "1"})
+    assert result.returncode == 1
+    out = result.stdout.decode()
+    assert out.startswith("1. cuda_oom")
+    assert "\x1b[" not in out  # plain text off a terminal
+    assert f"{EXAMPLE}:5" in out
+    assert "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in out
+
+
+def test_json_report_follows_the_contract() -> None:
+    result = crashcart("analyze", "--json", str(EXAMPLE))
+    report = json.loads(result.stdout)
+    assert report["schema"] == 1
+    assert report["inputs"][0]["path"] == str(EXAMPLE)
+    assert report["stats"]["bytes"] == EXAMPLE.stat().st_size
+    top = report["diagnoses"][0]
+    for key in (
+        "rule",
+        "category",
+        "title",
+        "confidence",
+        "summary",
+        "evidence",
+        "fixes",
+        "explains",
+    ):
+        assert key in top
+    assert {"path", "line", "text", "rank"} <= set(top["evidence"][-1])
+    assert all("title" in fix for fix in top["fixes"])
+
+
+def test_stdin_and_gzip(tmp_path: Path) -> None:
+    data = EXAMPLE.read_bytes()
+    assert crashcart("analyze", "-", stdin=data).returncode == 1
+    packed = tmp_path / "old.log.gz"
+    packed.write_bytes(gzip.compress(data))
+    result = crashcart("analyze", "--json", str(packed))
+    assert json.loads(result.stdout)["diagnoses"][0]["category"] == "cuda_oom"
+
+
+def test_directory_is_one_run_of_per_rank_files(tmp_path: Path) -> None:
+    (tmp_path / "rank0.log").write_text(
+        "[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600037 milliseconds "
+        "before timing out.\n"
+    )
+    (tmp_path / "rank1.log").write_bytes(EXAMPLE.read_bytes())
+    (tmp_path / "notes.md").write_text("not a log")
+    report = json.loads(crashcart("analyze", "--json", str(tmp_path)).stdout)
+    assert [d["category"] for d in report["diagnoses"]] == ["cuda_oom", "distributed_timeout"]
+    assert len(report["inputs"]) == 2
+    assert report["diagnoses"][1]["evidence"][0]["rank"] == 0
+
+
+def test_healthy_log_prints_nothing_and_exits_0(tmp_path: Path) -> None:
+    log = tmp_path / "ok.log"
+    log.write_text("{'loss': 2.0, 'learning_rate': 1e-4, 'epoch': 0.5}\n" * 100)
+    result = crashcart("analyze", str(log))
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+
+
+def test_missing_file() -> None:
+    assert_clean_error(
+        crashcart("analyze", "no/such.log"), "no such file or directory: no/such.log"
+    )
+
+
+def test_directory_without_logs(tmp_path: Path) -> None:
+    (tmp_path / "readme.md").write_text("x")
+    assert_clean_error(crashcart("analyze", str(tmp_path)), "no log files")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read any file")
+def test_unreadable_file(tmp_path: Path) -> None:
+    log = tmp_path / "secret.log"
+    log.write_text("x")
+    log.chmod(0)
+    assert_clean_error(crashcart("analyze", str(log)), "permission denied")
+
+
+def test_empty_input_is_a_normal_empty_result(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    result = crashcart("analyze", "--json", str(empty))
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["stats"]["bytes"] == 0
+
+
+def test_binary_garbage_and_invalid_utf8(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.log"
+    garbage.write_bytes(os.urandom(300_000) + b"\xff\xfeRuntimeError: CUDA out of memory.\n")
+    result = crashcart("analyze", "--json", str(garbage))
+    assert result.returncode in (0, 1)
+    assert "Traceback" not in result.stderr.decode()
+    assert json.loads(result.stdout)["stats"]["bytes"] == 300_000 + 36
+
+
+def test_a_100_mb_line(tmp_path: Path) -> None:
+    big = tmp_path / "big.log"
+    with big.open("wb") as handle:
+        handle.write(b"step 1 loss 2.0\n")
+        for _ in range(100):
+            handle.write(b"A" * (1 << 20))
+        handle.write(b"\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    result = crashcart("analyze", "--json", str(big))
+    report = json.loads(result.stdout)
+    assert report["inputs"][0]["truncated_lines"] == 1
+    assert report["stats"]["lines"] == 3
+    assert report["diagnoses"][0]["category"] == "cuda_oom"
+
+
+def test_broken_rule_file_names_file_line_and_column(tmp_path: Path) -> None:
+    (tmp_path / "mine.yaml").write_text(
+        "id: cuda_oom.mine\ncategory: cuda_oom\ntitle: t\nconfidence: 2\n"
+        "when: {all: [{fact: cuda_oom}]}\nsummary: s\nfixes: [{title: t, command: c}]\n"
+    )
+    result = crashcart("analyze", "--rules", str(tmp_path), str(EXAMPLE))
+    assert_clean_error(result, f"{tmp_path / 'mine.yaml'}:4:13: error: confidence must be")
+
+
+def test_usage_error_exits_2() -> None:
+    result = crashcart("analyze")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr.decode()
