@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .engine.diagnose import Diagnoser, Diagnosis, Hypothesis
+from .engine.diagnose import Diagnoser, Hypothesis
+from .engine.diagnosis import Diagnosis
 from .engine.durable import RuleSession, line_pattern_id
 from .engine.rules import Rule, load_rules
 from .parsers.extract import Extractor, Finding
@@ -96,6 +97,10 @@ class Analyzer:
         """End of input for ``source`` (or all sources): flush what was held back."""
         return self._add(self.extractor.finish(source))
 
+    def conclude(self) -> list[Hypothesis]:
+        """End of the run's input (or a live checkpoint): run the trend detectors."""
+        return self._add(self.extractor.conclude())
+
     def flush_blocks(self, source: str) -> list[Hypothesis]:
         """Close open multi-line blocks of ``source`` now (the live evidence bound passed)."""
         return self._add(self.extractor.flush_blocks(source))
@@ -108,7 +113,7 @@ class Analyzer:
 
     def diagnoses(self) -> list[Diagnosis]:
         """The ranked diagnoses so far."""
-        return self.diagnoser.diagnoses()
+        return self.diagnoser.diagnoses(self.extractor.series.points)
 
     def report(self) -> Report:
         """A report of everything read so far."""
@@ -126,7 +131,7 @@ class Analyzer:
             "seconds": round(time.monotonic() - self.started, 3),
         }
         facts = [
-            {**fact.to_engine("")} | {"path": fact.line.path}
+            {**fact.to_engine("")} | {"source": fact.line.path}
             for fact in self.diagnoser.facts.values()
         ]
         for fact in facts:
@@ -148,6 +153,7 @@ def analyze_sources(sources: list[Source], rulebase: RuleBase | None = None) -> 
             analyzer.finish(source.name)
             if source.name not in analyzer.extractor.stats():
                 analyzer.feed(source.name, b"", source.default_rank)  # empty input still counts
+        analyzer.conclude()
         return analyzer.report()
     finally:
         analyzer.close()

@@ -15,9 +15,12 @@ import click
 
 from . import __version__
 from .analyzer import RuleBase, analyze_sources
-from .engine.rules import RuleLoadError
+from .engine.rules import RuleError, RuleLoadError, shipped_rules_dir
+from .evaluate import CorpusError, evaluate, summary, to_json
 from .parsers.sources import InputError, resolve
-from .report import make_console, render_json, render_text
+from .report import make_console, render_eval, render_json, render_rule_results, render_text
+from .ruletools import healthy_logs, junit_xml, lint, rule_source, run_tests
+from .settings import SettingsError, load_settings
 
 EXIT_CLEAN, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
@@ -28,16 +31,25 @@ def fail(message: str) -> None:
     sys.exit(EXIT_ERROR)
 
 
+def report_rule_errors(errors: list[RuleError]) -> None:
+    """Print every rule problem, compiler style, on stderr."""
+    for problem in errors:
+        click.echo(problem.render(), err=True)
+
+
 def load_rulebase(rule_dirs: tuple[Path, ...]) -> RuleBase:
-    """Load the shipped rules plus ``--rules`` directories, or exit 2 listing every problem."""
-    for directory in rule_dirs:
+    """Load the shipped rules, the user's configured rules and ``--rules``, or exit 2."""
+    try:
+        settings = load_settings(rule_dirs)
+    except SettingsError as error:
+        fail(str(error))
+    for directory in settings.dirs:
         if not directory.exists():
             fail(f"no such rules directory: {directory}")
     try:
-        return RuleBase.load(rule_dirs)
+        return RuleBase.load(settings.dirs, settings.disable)
     except RuleLoadError as error:
-        for problem in error.errors:
-            click.echo(problem.render(), err=True)
+        report_rule_errors(error.errors)
         fail(f"{len(error.errors)} problem(s) in rule files; nothing was analysed")
         raise  # unreachable: fail() exits
 
@@ -90,6 +102,149 @@ def analyze(
     else:
         render_text(report, make_console(), top)
     sys.exit(EXIT_FOUND if report.diagnoses else EXIT_CLEAN)
+
+
+@cli.command("eval")
+@click.argument("corpus", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option("--min-top1", type=click.FloatRange(0, 1), help="Exit 1 if top-1 accuracy is lower.")
+@click.option("--min-top3", type=click.FloatRange(0, 1), help="Exit 1 if top-3 accuracy is lower.")
+@click.option(
+    "--max-false-alarms", type=click.IntRange(min=0), help="Exit 1 on more healthy-run alarms."
+)
+@click.option(
+    "--rules",
+    "rule_dirs",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Extra rule directory or file (repeatable).",
+)
+def eval_command(
+    corpus: Path,
+    as_json: bool,
+    min_top1: float | None,
+    min_top3: float | None,
+    max_false_alarms: int | None,
+    rule_dirs: tuple[Path, ...],
+) -> None:
+    """Measure accuracy on a corpus of cases (CORPUS/*/expected.yaml)."""
+    rulebase = load_rulebase(rule_dirs)
+    try:
+        results = evaluate(corpus, rulebase)
+    except (CorpusError, InputError) as error:
+        fail(str(error))
+    totals = summary(results)
+    if as_json:
+        click.echo(json.dumps(to_json(results), indent=2))
+    else:
+        render_eval(results, make_console())
+    failed = [
+        f"top-1 {totals['top1']:.3f} < {min_top1}"
+        if min_top1 is not None and totals["top1"] < min_top1
+        else "",
+        f"top-3 {totals['top3']:.3f} < {min_top3}"
+        if min_top3 is not None and totals["top3"] < min_top3
+        else "",
+        f"{totals['false_alarms']} false alarms > {max_false_alarms}"
+        if max_false_alarms is not None and totals["false_alarms"] > max_false_alarms
+        else "",
+    ]
+    failed = [reason for reason in failed if reason]
+    if failed:
+        click.echo("crashcart: below threshold: " + "; ".join(failed), err=True)
+        sys.exit(EXIT_FOUND)
+
+
+@cli.group()
+def rules() -> None:
+    """Write, check and test rules."""
+
+
+def _rule_paths(paths: tuple[Path, ...]) -> list[Path]:
+    for path in paths:
+        if not path.exists():
+            fail(f"no such file or directory: {path}")
+    return list(paths) or [shipped_rules_dir()]
+
+
+@rules.command("lint")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+def rules_lint(paths: tuple[Path, ...]) -> None:
+    """Check rule files (default: the shipped rules) for schema, semantic and style errors."""
+    errors = lint(_rule_paths(paths))
+    if errors:
+        report_rule_errors(errors)
+        click.echo(f"{len(errors)} problem(s)", err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo("rules are clean")
+
+
+@rules.command("test")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--healthy",
+    "healthy_dirs",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Directory of healthy logs (or corpus cases); no rule may fire on them. Repeatable.",
+)
+@click.option("--junitxml", type=click.Path(path_type=Path), help="Also write a JUnit XML report.")
+def rules_test(
+    paths: tuple[Path, ...], healthy_dirs: tuple[Path, ...], junitxml: Path | None
+) -> None:
+    """Run each rule's examples (fire / stay quiet) and the healthy logs against every rule."""
+    targets = _rule_paths(paths)
+    errors = lint(targets)
+    if errors:
+        report_rule_errors(errors)
+        fail(f"{len(errors)} problem(s) in rule files; fix them before testing")
+    shipped = targets == [shipped_rules_dir()]
+    rulebase = RuleBase.load([] if shipped else targets)
+    tested = [r for r in rulebase.rules if any(_within(r.path, t) for t in targets)]
+    healthy = healthy_logs([shipped_rules_dir() / "examples" / "healthy", *healthy_dirs])
+    results = run_tests(tested, rulebase, healthy)
+    render_rule_results(results, len(healthy), make_console())
+    if junitxml:
+        junitxml.write_text(junit_xml(results, len(healthy)), encoding="utf-8")
+    sys.exit(EXIT_CLEAN if all(r.passed for r in results) else EXIT_FOUND)
+
+
+def _within(path: str, target: Path) -> bool:
+    resolved, target = Path(path).resolve(), target.resolve()
+    return resolved == target or target in resolved.parents
+
+
+@rules.command("list")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+def rules_list(paths: tuple[Path, ...]) -> None:
+    """List rules: id, category, title and source file."""
+    rulebase = load_rulebase(tuple(paths))
+    console = make_console()
+    for rule in sorted(rulebase.rules, key=lambda r: r.id):
+        console.print(
+            f"{rule.id:<42} {rule.category:<20} {rule.title}  ({rule.path}:{rule.line})",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+@rules.command("show")
+@click.argument("rule_id")
+@click.option(
+    "--rules",
+    "rule_dirs",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Extra rule directory or file (repeatable).",
+)
+def rules_show(rule_id: str, rule_dirs: tuple[Path, ...]) -> None:
+    """Print one rule as it is written in its file."""
+    rulebase = load_rulebase(rule_dirs)
+    rule = next((r for r in rulebase.rules if r.id == rule_id), None)
+    if rule is None:
+        fail(f"no rule with id {rule_id!r} (see crashcart rules list)")
+    click.echo(f"# {rule.path}:{rule.line}")
+    click.echo(rule_source(rule))
 
 
 def main() -> None:

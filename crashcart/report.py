@@ -20,10 +20,13 @@ import sys
 from typing import Any, TextIO
 
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from .analyzer import Report
-from .engine.diagnose import Diagnosis
+from .engine.diagnosis import Diagnosis, ranges
+from .evaluate import HEALTHY, CaseResult, score, summary
+from .ruletools import RuleResult
 
 _EVIDENCE_WIDTH = 240
 
@@ -57,6 +60,12 @@ def render_diagnosis(console: Console, number: int, diagnosis: Diagnosis) -> Non
     head.append(diagnosis.category, style="bold red" if number == 1 else "bold yellow")
     head.append(" · ")
     head.append(diagnosis.title, style="bold")
+    if diagnosis.ranks:
+        label = "rank" if len(diagnosis.ranks) == 1 else "ranks"
+        head.append(f"  [{label} {ranges(diagnosis.ranks)}]", style="magenta")
+    if diagnosis.attempts:
+        label = "attempt" if len(diagnosis.attempts) == 1 else "attempts"
+        head.append(f"  ({label} {ranges(diagnosis.attempts)})", style="magenta")
     head.append(f"   confidence {diagnosis.confidence:.2f}", style="dim")
     console.print(head)
     console.print(Text("   " + diagnosis.summary))
@@ -99,3 +108,57 @@ def render_json(report: Report, file: TextIO, top: int | None = None) -> None:
         data["diagnoses"] = data["diagnoses"][:top]
     json.dump(data, file, indent=2, ensure_ascii=False)
     file.write("\n")
+
+
+def render_rule_results(results: list[RuleResult], healthy: int, console: Console) -> None:
+    """The per-rule table of ``crashcart rules test``, failures spelled out below it."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("rule", "TP", "FN", "TN", "FP", f"healthy FP (of {healthy})", "result"):
+        table.add_column(column)
+    for r in results:
+        table.add_row(
+            r.rule.id,
+            str(len(r.true_positives)),
+            str(len(r.false_negatives)),
+            str(len(r.true_negatives)),
+            str(len(r.false_positives)),
+            str(len(r.healthy_false_positives)),
+            Text("ok", style="green") if r.passed else Text("FAIL", style="bold red"),
+        )
+    console.print(table)
+    for r in results:
+        for path in r.false_negatives:
+            console.print(f"FAIL {r.rule.id}: did not fire on {path}")
+        for path in r.false_positives:
+            console.print(f"FAIL {r.rule.id}: fired on {path}, which it must stay quiet on")
+        for path in r.healthy_false_positives:
+            console.print(f"FAIL {r.rule.id}: fired on the healthy log {path}")
+    failed = sum(not r.passed for r in results)
+    console.print(f"{len(results) - failed} passed, {failed} failed")
+
+
+def render_eval(results: list[CaseResult], console: Console) -> None:
+    """The per-category accuracy table of ``crashcart eval``, then every miss."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("category", "cases", "top-1", "top-3"):
+        table.add_column(column, justify="left" if column == "category" else "right")
+    scores = score(results)
+    for name, entry in scores.items():
+        if name != HEALTHY:
+            table.add_row(
+                name,
+                str(entry.cases),
+                f"{entry.top1 / entry.cases:.2f}",
+                f"{entry.top3 / entry.cases:.2f}",
+            )
+    console.print(table)
+    totals = summary(results)
+    console.print(
+        f"all failures: {totals['failure_cases']} cases, top-1 {totals['top1']:.3f}, "
+        f"top-3 {totals['top3']:.3f} (hard cases top-1 {totals['hard_top1']:.3f}); "
+        f"healthy runs: {totals['healthy_cases']}, false alarms {totals['false_alarms']}"
+    )
+    for entry in scores.values():
+        for miss in entry.misses:
+            predicted = ", ".join(miss.predicted[:3]) or "nothing"
+            console.print(f"miss {miss.name}: expected {miss.expected}, got {predicted}")

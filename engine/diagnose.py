@@ -1,15 +1,10 @@
-"""From findings to ranked diagnoses: facts into the engine, hypotheses out, root cause first.
+"""From findings to diagnoses: facts into the engine, hypotheses out, one diagnosis per category.
 
 :class:`Diagnoser` holds one run: it numbers findings into facts (dropping exact repeats, and
-bounding how many facts of a kind a run keeps), asserts them into the rule session, records
-each rule that fires as a hypothesis, and :meth:`Diagnoser.diagnoses` ranks them:
-
-1. one diagnosis per category: the most confident rule leads with its explanation and fixes;
-   the other rules of the category that fired are listed as ``also_matched``;
-2. a diagnosis whose rule ``explains`` another's category is its root cause: the symptom moves
-   below it, loses confidence, and the cause lists it under ``explains``;
-3. causes before symptoms; then by confidence; then the earliest evidence (the rank that failed
-   first) first.
+bounding how many facts of a kind a run keeps), asserts them into the rule session and records
+each rule that fires as a hypothesis. :meth:`Diagnoser.diagnoses` turns the hypotheses of each
+category into one diagnosis (the most confident rule leads with its explanation and fixes; the
+other rules that fired are listed as ``also_matched``) and hands them to :mod:`.ranking`.
 """
 
 from __future__ import annotations
@@ -20,14 +15,15 @@ from typing import Any
 
 from ..parsers.extract import Finding
 from ..parsers.lines import LogLine
-from .durable import Firing, RuleSession
+from . import ranking
+from .diagnosis import Diagnosis, ranges
+from .durable import EngineError, Firing, RuleSession
 from .facts import Fact
 from .fixes import fill, render_fix
 from .rules import Rule
 
 #: A run keeps at most this many facts of one kind (a log of 10⁶ NCCL WARN lines stays bounded).
 MAX_FACTS_PER_KIND = 200
-SYMPTOM_FACTOR = 0.6
 _EVIDENCE_LINES = 12
 
 
@@ -53,61 +49,6 @@ class Hypothesis:
         return min(f.seq for f in self.facts)
 
 
-@dataclass
-class Diagnosis:
-    """One ranked answer: a category, its best rule, the evidence and the fixes."""
-
-    rule: str
-    category: str
-    title: str
-    confidence: float
-    summary: str
-    evidence: list[LogLine]
-    fixes: list[dict[str, Any]]
-    ranks: list[int]
-    reason: str
-    explains: list[str] = field(default_factory=list)
-    explained_by: str | None = None
-    also_matched: list[str] = field(default_factory=list)
-    references: list[str] = field(default_factory=list)
-    probe_name: str | None = None
-    probe: dict[str, Any] | None = None
-    first_seq: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        """The diagnosis as the JSON report's ``diagnoses`` entries (DESIGN.md contract)."""
-        data: dict[str, Any] = {
-            "rule": self.rule,
-            "category": self.category,
-            "title": self.title,
-            "confidence": round(self.confidence, 3),
-            "reason": self.reason,
-            "summary": self.summary,
-            "evidence": [_evidence_json(line) for line in self.evidence],
-            "fixes": self.fixes,
-            "explains": self.explains,
-            "ranks": self.ranks,
-        }
-        if self.explained_by:
-            data["explained_by"] = self.explained_by
-        if self.also_matched:
-            data["also_matched"] = self.also_matched
-        if self.references:
-            data["references"] = self.references
-        if self.probe is not None:
-            data["probe"] = self.probe
-        return data
-
-
-def _evidence_json(line: LogLine) -> dict[str, Any]:
-    item: dict[str, Any] = {"path": line.path, "line": line.lineno, "text": line.text}
-    if line.rank is not None:
-        item["rank"] = line.rank
-    if line.time is not None:
-        item["time"] = line.time
-    return item
-
-
 class Diagnoser:
     """The engine side of one run."""
 
@@ -127,7 +68,12 @@ class Diagnoser:
         draft = finding.draft
         if draft.kind == "config":
             self.config[draft.fields["key"]] = draft.fields["value"]
-        signature = (draft.kind, finding.rank, tuple(sorted(map(str, draft.fields.items()))))
+        signature = (
+            draft.kind,
+            finding.rank,
+            finding.attempt,
+            tuple(sorted(map(str, draft.fields.items()))),
+        )
         if signature in self._signatures:
             return []  # the same message printed again (logger + traceback, retries)
         if self._per_kind[draft.kind] >= MAX_FACTS_PER_KIND:
@@ -136,9 +82,16 @@ class Diagnoser:
         self._signatures.add(signature)
         self._per_kind[draft.kind] += 1
         self._seq += 1
-        fact = Fact(draft.kind, draft.fields, finding.evidence, self._seq, finding.rank)
+        fact = Fact(
+            draft.kind, draft.fields, finding.evidence, self._seq, finding.rank, finding.attempt
+        )
+        try:
+            firings = self.session.assert_fact(fact.to_engine(self.sid))
+        except EngineError:
+            self.dropped[f"rejected {draft.kind}"] += 1  # counted in the report, never fatal
+            return []
         self.facts[fact.seq] = fact
-        return self._record(self.session.assert_fact(fact.to_engine(self.sid)))
+        return self._record(firings)
 
     def _record(self, firings: list[Firing]) -> list[Hypothesis]:
         touched = []
@@ -158,31 +111,19 @@ class Diagnoser:
 
     # -- ranking ---------------------------------------------------------------------------
 
-    def diagnoses(self) -> list[Diagnosis]:
-        """Rank the hypotheses so far (see the module docstring)."""
+    def diagnoses(self, points_now: int = 0) -> list[Diagnosis]:
+        """Rank the hypotheses so far; ``points_now`` is the metric lines read (see ranking)."""
         by_category: dict[str, list[Hypothesis]] = {}
         for hypothesis in self.hypotheses.values():
             by_category.setdefault(hypothesis.rule.category, []).append(hypothesis)
         results = [self._diagnosis(group) for group in by_category.values()]
-        by_cat = {d.category: d for d in results}
-        for cause in sorted(results, key=lambda d: (-d.confidence, d.first_seq)):
-            if cause.explained_by:
-                continue
-            for symptom_category in self._explains(cause.rule):
-                symptom = by_cat.get(symptom_category)
-                if symptom is None or symptom is cause or symptom.explained_by:
-                    continue
-                if (
-                    cause.category in self._explains(symptom.rule)
-                    and symptom.first_seq < cause.first_seq
-                ):
-                    continue  # each explains the other: the one seen first is the cause
-                symptom.explained_by = cause.category
-                symptom.confidence *= SYMPTOM_FACTOR
-                symptom.reason += f"; a symptom of {cause.category}, which explains it"
-                cause.explains.append(symptom_category)
-        results.sort(key=lambda d: (d.explained_by is not None, -d.confidence, d.first_seq))
-        return results
+        if all(fact.attempt == 1 for fact in self.facts.values()):
+            for diagnosis in results:
+                diagnosis.attempts = []  # one attempt: nothing to tell apart
+        ranking.link_causes(results, self._explains)
+        ranking.favour_first_failure(results, self.facts.values())
+        results += ranking.unrecognised(results, self.facts.values(), points_now)
+        return ranking.order(results)
 
     def _explains(self, rule_id: str) -> list[str]:
         return self.session.rules[rule_id].explains
@@ -196,6 +137,7 @@ class Diagnoser:
         fixes = [render_fix(spec, fields, self.config) for spec in rule.fixes]
         all_facts = {f.seq: f for h in group for f in h.facts}
         ranks = sorted({f.rank for f in all_facts.values() if f.rank is not None})
+        attempts = sorted({f.attempt for f in all_facts.values()})
         confidence = rule.confidence
         reason = f"rule {rule.id} matched"
         repeats = len(best.matches)
@@ -203,7 +145,7 @@ class Diagnoser:
             confidence = min(0.99, confidence + 0.02 * min(repeats - 1, 5))
             reason += f" {repeats} times"
         if ranks and len(ranks) > 1:
-            reason += f" on ranks {_ranges(ranks)}"
+            reason += f" on ranks {ranges(ranks)}"
         if len(group) > 1:
             reason += f"; {len(group) - 1} more rule(s) of this category agree"
             confidence = min(0.99, confidence + 0.03)
@@ -221,6 +163,7 @@ class Diagnoser:
             references=rule.references,
             probe_name=rule.probe,
             first_seq=best.first_seq,
+            attempts=attempts,
         )
 
     def _fields(self, rule: Rule, facts: list[Fact]) -> dict[str, Any]:
@@ -247,17 +190,3 @@ def _evidence(hypothesis: Hypothesis) -> list[LogLine]:
             lines.setdefault((line.path, line.lineno), line)
     ordered = sorted(lines.values(), key=lambda line: (line.path, line.lineno))
     return ordered[:_EVIDENCE_LINES]
-
-
-def _ranges(ranks: list[int]) -> str:
-    """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
-    parts: list[str] = []
-    start = prev = ranks[0]
-    for rank in [*ranks[1:], None]:
-        if rank is not None and rank == prev + 1:
-            prev = rank
-            continue
-        parts.append(f"{start}-{prev}" if prev != start else f"{start}")
-        if rank is not None:
-            start = prev = rank
-    return ", ".join(parts)

@@ -7,24 +7,54 @@ durable-rules, so the engine stays replaceable.
 
 durable-rules facts this adapter respects: a ruleset cannot be reloaded (one host per rule
 load), an event no rule matches raises ``MessageNotHandledException``, facts stay until
-retracted, and the host dispatches some actions on its own timer thread (hence the lock).
+retracted, and the stock host dispatches actions on its own timer threads (we turn those off:
+see :class:`_SynchronousHost`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
+import durable_rules_engine
 from durable import engine as durable_engine
 
 from .rules import Condition, Rule
 
 _RULESET_NAME = "crashcart"
 _hosts = itertools.count()
+
+
+class _SynchronousHost(durable_engine.Host):
+    """A durable-rules host without its background dispatch threads.
+
+    The stock host starts timer threads that pick up pending actions and run them on their own
+    thread, racing the assert that created them: a rule could then fire after ``assert_fact``
+    returned, and its firing be missed. Our rules use no timers, so every action runs inside
+    the assert, on the caller's thread.
+    """
+
+    def _run(self) -> None:
+        pass
+
+
+def to_json(message: dict[str, Any]) -> str:
+    """A flat fact as JSON the engine can read: its parser rejects exponents (``5e-05``), so
+    floats are written in positional notation (``0.00005``)."""
+    parts = []
+    for key, value in message.items():
+        if isinstance(value, float):
+            text = format(Decimal(repr(value)), "f")
+        else:
+            text = json.dumps(value, ensure_ascii=False)
+        parts.append(f"{json.dumps(key, ensure_ascii=False)}:{text}")
+    return "{" + ",".join(parts) + "}"
 
 
 def line_pattern_id(rule: Rule, condition: Condition) -> str:
@@ -68,10 +98,18 @@ def compile_rule(rule: Rule, action: Callable[[Any], None]) -> dict[str, dict[st
     compiled = {}
     for index, positives in enumerate(branches):
         first = positives[0].name
-        items = [{c.name: _condition(rule, c, first)} for c in positives]
+        # durable-rules hands a counted rule's matches over unwrapped only under the name "m".
+        names = ["m"] if positives[0].count > 1 else [c.name for c in positives]
+        items = [{n: _condition(rule, c, first)} for n, c in zip(names, positives, strict=True)]
         items += [{f"{c.name}$not": _condition(rule, c, first)} for c in rule.none]
         compiled[f"{rule.id}#{index}"] = {"all": items, "run": action}
+        if positives[0].count > 1:  # "at least N such facts" (the loader allows it alone)
+            compiled[f"{rule.id}#{index}"]["count"] = positives[0].count
     return compiled
+
+
+class EngineError(Exception):
+    """The rules engine refused a fact."""
 
 
 @dataclass
@@ -94,7 +132,7 @@ class RuleSession:
         for rule in rules:
             definition.update(compile_rule(rule, self._action(rule)))
         self.name = f"{_RULESET_NAME}{next(_hosts)}"
-        self._host = durable_engine.Host()
+        self._host = _SynchronousHost()
         if definition:
             self._host.register_rulesets({self.name: definition})
         self._empty = not definition
@@ -102,7 +140,10 @@ class RuleSession:
     def _action(self, rule: Rule) -> Callable[[Any], None]:
         def fired(closure: Any) -> None:
             ids = []
-            for name in self._positive_names[rule.id]:
+            batch = closure.__dict__.get("m")  # a counted rule fires with a list of matches
+            if isinstance(batch, list):
+                ids = sorted(int(matched["id"]) for matched in batch)
+            for name in [] if ids else self._positive_names[rule.id]:
                 matched = getattr(closure, name, None)
                 if matched is not None:
                     ids.append(int(matched["id"]))
@@ -112,15 +153,34 @@ class RuleSession:
         return fired
 
     def assert_fact(self, message: dict[str, Any]) -> list[Firing]:
-        """Assert one fact (it must carry ``sid`` and a unique ``id``); return new firings."""
+        """Assert one fact (it must carry ``sid`` and a unique ``id``); return new firings.
+
+        Raises :class:`EngineError` if the engine rejects the fact.
+        """
         if self._empty:
             return []
         sid = str(message["sid"])
         with self._lock:
             # A fact no rule cares about raises MessageNotHandledException: normal, not an error.
             with contextlib.suppress(durable_engine.MessageNotHandledException):
-                self._host.assert_fact(self.name, message)
+                self._call(durable_rules_engine.assert_fact, message)
             return self._firings.pop(sid, [])
+
+    def _call(self, operation: Callable[[Any, str], Any], message: dict[str, Any]) -> None:
+        """Run an engine operation on ``message`` and then the actions it triggered, the way
+        ``Host.assert_fact`` does, but with our own JSON encoding (see :func:`to_json`)."""
+        ruleset = self._host.get_ruleset(self.name)
+        text = to_json(message)
+
+        def apply(_: Any) -> Any:
+            return ruleset._handle_result(operation(ruleset._handle, text), message)
+
+        try:
+            self._host._handle_function(ruleset, apply, None, None)
+        except durable_rules_engine.error as error:
+            raise EngineError(
+                f"the rules engine rejected a {message.get('kind')} fact: {error}"
+            ) from None
 
     def retract_fact(self, message: dict[str, Any]) -> None:
         """Retract a fact asserted earlier (the same message), freeing its memory in the engine.
@@ -132,5 +192,5 @@ class RuleSession:
             return
         with self._lock:
             with contextlib.suppress(durable_engine.MessageNotHandledException):
-                self._host.retract_fact(self.name, message)
+                self._call(durable_rules_engine.retract_fact, message)
             self._firings.pop(str(message["sid"]), None)

@@ -7,7 +7,7 @@ common fields ``rank`` (-1 when unknown), ``seq`` (its order in the run) and ``l
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..parsers.lines import LogLine
@@ -19,6 +19,7 @@ COMMON_FIELDS = {
     "phase": "what the program was doing: train | eval | generate | save | load | data, from the"
     " traceback frames (unknown for a message outside a traceback)",
     "steps_logged": "metric lines seen before the fact (0: nothing was logged before it)",
+    "attempt": "which attempt of the job printed it (1, then 2 after an elastic restart or resume)",
 }
 
 #: kind -> {field: description}. Rules may only name these (checked when rules load).
@@ -103,7 +104,12 @@ FACT_KINDS: dict[str, dict[str, str]] = {
     },
     "cublas_error": {"status": "status without CUBLAS_STATUS_", "call": "the cuBLAS call"},
     "cuda_error": {"error": "normalised CUDA error", "message": "the message"},
-    "device_assert": {"file": "kernel source", "kernel": "kernel name", "assertion": "condition"},
+    "device_assert": {
+        "file": "kernel source file",
+        "source_line": "line in the kernel source",
+        "kernel": "kernel name",
+        "assertion": "the condition that failed",
+    },
     "requires_grad_error": {
         "variant": "no_grad_fn | leaf_inplace | numpy_requires_grad | hook_no_grad"
         " | differentiated_no_grad",
@@ -114,7 +120,8 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "strerror": "errno text",
         "path": "the path in the message",
         "dir": "its directory",
-        "mount_hint": "/dev/shm | /tmp | cache, when the path says so",
+        "mount_hint": "/dev/shm | /tmp | cache | disk: the kind of filesystem, from the path"
+        " or the traceback (semaphores and shared tensors live in /dev/shm)",
     },
     "save_error": {
         "file": "entry of the checkpoint archive being written",
@@ -139,6 +146,54 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "at_minimum": "the scaler said it was at its minimum",
         "step": "step of the collapse",
     },
+    "divergence": {
+        "metric": "loss | grad_norm",
+        "value": "the last value",
+        "best": "the best (lowest) value of the run",
+        "baseline": "median of the first half of the run",
+        "ratio": "last value / best value",
+        "step": "step of the last value",
+    },
+    "plateau": {
+        "metric": "loss",
+        "first": "median loss at the start",
+        "last": "median loss at the end",
+        "best": "lowest loss seen",
+        "improvement_pct": "how much the loss fell from start to end, in percent",
+        "points": "loss values seen",
+        "step": "last step",
+    },
+    "throughput_drop": {
+        "metric": "it_s/<bar total> | samples_s",
+        "baseline": "the run's median speed",
+        "recent": "median speed of the last values",
+        "ratio": "recent / baseline",
+        "points": "speed values seen",
+        "step": "last step",
+    },
+    "memory_growth": {
+        "metric": "memory_gib",
+        "first_gib": "first memory value",
+        "last_gib": "last memory value",
+        "growth_pct": "growth in percent",
+        "points": "memory values seen",
+        "step": "last step",
+    },
+    "overfitting": {
+        "best_eval": "best validation loss",
+        "best_step": "step of the best validation loss",
+        "last_eval": "last validation loss",
+        "evals_since_best": "evaluations since the best",
+        "train_then": "training loss around the best evaluation",
+        "train_now": "training loss at the end",
+        "step": "last step",
+    },
+    "silence": {
+        "silence_s": "seconds between the last progress line and the end of the log",
+        "cadence_s": "median seconds between progress lines",
+        "last_progress": "the last progress line",
+        "step": "last step logged",
+    },
     "config": {
         "key": "framework | micro_batch | grad_accum | lr | max_grad_norm | precision | fp16"
         " | bf16 | gradient_checkpointing | alloc_conf | world_size",
@@ -151,6 +206,16 @@ FACT_KINDS: dict[str, dict[str, str]] = {
 }
 
 
+def markdown_reference() -> str:
+    """The fact kinds and fields as Markdown tables (the reference section of docs/rules.md)."""
+    parts = ["| field | meaning |", "|---|---|"]
+    parts += [f"| `{name}` | {doc} |" for name, doc in COMMON_FIELDS.items()]
+    for kind, fields in FACT_KINDS.items():
+        parts += ["", f"**`{kind}`**", "", "| field | meaning |", "|---|---|"]
+        parts += [f"| `{name}` | {doc} |" for name, doc in fields.items()]
+    return "\n".join(parts) + "\n"
+
+
 @dataclass
 class Fact:
     """A fact with provenance: the lines that prove it."""
@@ -160,7 +225,7 @@ class Fact:
     evidence: list[LogLine]
     seq: int
     rank: int | None = None
-    attributes: dict[str, Any] = field(default_factory=dict)
+    attempt: int = 1
 
     @property
     def line(self) -> LogLine:
@@ -169,17 +234,24 @@ class Fact:
 
     def to_engine(self, sid: str) -> dict[str, Any]:
         """The JSON-safe message asserted into the rules engine."""
-        message: dict[str, Any] = {
+        message: dict[str, Any] = {}
+        for name, value in self.fields.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                value = str(value)
+            if isinstance(value, (str, int, float, bool)):
+                message[name] = value
+        # The common fields come last so that no parser field can shadow them.
+        message |= {
             "sid": sid,
             "id": self.seq,
             "seq": self.seq,
             "kind": self.kind,
             "rank": -1 if self.rank is None else self.rank,
             "line": self.line.lineno,
+            "attempt": self.attempt,
         }
-        for name, value in self.fields.items():
-            if isinstance(value, float) and not math.isfinite(value):
-                value = str(value)
-            if isinstance(value, (str, int, float, bool)):
-                message[name] = value
         return message
+
+
+if __name__ == "__main__":
+    print(markdown_reference(), end="")

@@ -51,7 +51,7 @@ RULE_KEYS = (
     "examples",
 )
 REQUIRED_KEYS = ("id", "category", "title", "confidence", "when", "summary", "fixes")
-CONDITION_KEYS = ("fact", "as", "where", "regex", "same", "after")
+CONDITION_KEYS = ("fact", "as", "where", "regex", "same", "after", "count")
 OPERATORS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "exists")
 FIX_KEYS = ("title", "env", "set", "command", "code", "patch", "note")
 SETTINGS = (
@@ -174,6 +174,7 @@ class Condition:
     regex: str | None = None
     same: list[str] = field(default_factory=list)
     after: str | None = None
+    count: int = 1
 
 
 @dataclass
@@ -203,10 +204,12 @@ class Rule:
 
 
 class _Checker:
-    """Validates one rule document, collecting errors."""
+    """Validates one rule document, collecting errors; ``style`` adds the house-style checks."""
 
-    def __init__(self, path: Path, doc: _Dict, errors: list[RuleError]) -> None:
-        self.path, self.doc, self.errors = path, doc, errors
+    def __init__(
+        self, path: Path, doc: _Dict, errors: list[RuleError], style: bool = False
+    ) -> None:
+        self.path, self.doc, self.errors, self.style = path, doc, errors, style
 
     def error(self, where: Mark, message: str, hint: str = "") -> None:
         self.errors.append(RuleError(where, message, hint))
@@ -269,6 +272,8 @@ class _Checker:
         if probe is not None and probe not in PROBES:
             self.error(self.value_mark(doc, "probe"), f"unknown probe {probe!r}", _known(PROBES))
         examples = self.check_examples(doc.get("examples", {}))
+        if self.style:
+            self.check_style(examples)
         if before != len(self.errors) or not conditions:
             return None
         return Rule(
@@ -288,6 +293,43 @@ class _Checker:
             path=str(self.path),
             line=doc.mark.line,
         )
+
+    def check_style(self, examples: dict[str, list[Path]]) -> None:
+        """House style: key order, a title without a full stop, references, both examples."""
+        doc = self.doc
+        order = [key for key in doc if key in RULE_KEYS]
+        expected = sorted(order, key=RULE_KEYS.index)
+        for key, wanted in zip(order, expected, strict=True):
+            if key != wanted:
+                self.error(
+                    self.key_mark(doc, key),
+                    f"key {key!r} is out of order",
+                    "order: " + ", ".join(RULE_KEYS),
+                )
+                break
+        title = doc.get("title")
+        if isinstance(title, str) and (title.rstrip().endswith(".") or len(title) > 90):
+            self.error(
+                self.value_mark(doc, "title"),
+                "a title is one line of at most 90 characters without a final full stop",
+            )
+        if not doc.get("references"):
+            self.error(
+                doc.mark,
+                "rule has no references",
+                "link the documentation or the issue thread that explains the failure",
+            )
+        for key in ("fires", "quiet"):
+            if not examples.get(key):
+                self.error(
+                    self.key_mark(doc, "examples") if "examples" in doc else doc.mark,
+                    f"rule has no examples.{key} log",
+                    "every rule names a log it fires on and one it stays quiet on",
+                )
+            for position, path in enumerate(examples.get(key, [])):
+                if not path.exists():
+                    marks = doc["examples"][key].item_marks
+                    self.error(marks[position], f"example log {path.name!r} does not exist")
 
     def check_when(self, when: Any) -> tuple[list[Condition], list[Condition], list[Condition]]:
         groups: dict[str, list[Condition]] = {"all": [], "any": [], "none": []}
@@ -313,6 +355,13 @@ class _Checker:
                     groups[group].append(condition)
         if not groups["all"] and not groups["any"]:
             self.error(self.value_mark(self.doc, "when"), "when needs an all or any group")
+        counted = [c for group in groups.values() for c in group if c.count > 1]
+        if counted and (len(groups["all"]) != 1 or groups["any"] or groups["none"]):
+            self.error(
+                self.value_mark(self.doc, "when"),
+                "count is supported on a rule with exactly one condition (under all)",
+                "split the rule, or express the other conditions in the counted fact's where",
+            )
         return groups["all"], groups["any"], groups["none"]
 
     def check_condition(
@@ -384,7 +433,11 @@ class _Checker:
                 f"after names no earlier condition {after!r}",
                 "give the earlier condition a name with 'as:'",
             )
-        return Condition(kind, name, dict(where), regex, list(same), after)
+        count = item.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            self.error(self.value_mark(item, "count"), "count must be a whole number >= 1")
+            count = 1
+        return Condition(kind, name, dict(where), regex, list(same), after, count)
 
     def available_fields(self, conditions: list[Condition]) -> set[str]:
         fields = set(COMMON_FIELDS) | {"config"}
@@ -407,7 +460,7 @@ class _Checker:
         for name in names:
             if name not in fields and not name.startswith("config."):
                 self.error(
-                    self.value_mark(mapping, key),
+                    _locate(self.value_mark(mapping, key), "{" + name),
                     f"placeholder {{{name}}} names no field of the facts this rule matches",
                     _known(sorted(fields)),
                 )
@@ -460,12 +513,30 @@ class _Checker:
         return result
 
 
+def _locate(start: Mark, needle: str) -> Mark:
+    """The position of ``needle`` at or after ``start`` in the rule file (for a precise caret
+    inside multi-line values), or ``start`` itself when it cannot be found."""
+    try:
+        lines = Path(start.path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return start
+    for number in range(start.line, len(lines) + 1):
+        offset = start.column - 1 if number == start.line else 0
+        column = lines[number - 1].find(needle, offset)
+        if column >= 0:
+            return Mark(start.path, number, column + 1)
+    return start
+
+
 def _known(names: Any) -> str:
     return "known: " + ", ".join(sorted(names))
 
 
-def load_file(path: Path, errors: list[RuleError]) -> list[Rule]:
-    """Load and validate every rule document of one file, appending problems to ``errors``."""
+def load_file(path: Path, errors: list[RuleError], style: bool = False) -> list[Rule]:
+    """Load and validate every rule document of one file, appending problems to ``errors``.
+
+    ``style`` also checks the house style (what ``crashcart rules lint`` adds).
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -488,7 +559,7 @@ def load_file(path: Path, errors: list[RuleError]) -> list[Rule]:
         if not isinstance(doc, _Dict):
             errors.append(RuleError(Mark(str(path), 1, 1), "a rule document must be a mapping"))
             continue
-        rule = _Checker(path, doc, errors).check()
+        rule = _Checker(path, doc, errors, style).check()
         if rule:
             rules.append(rule)
     return rules
@@ -498,21 +569,37 @@ def shipped_rules_dir() -> Path:
     """The directory of the rules that ship with crashcart."""
     from .. import rules
 
-    return Path(rules.__file__).parent
+    directory = Path(rules.__file__).parent
+    try:  # shown relative to where the user stands, like the paths they typed
+        return directory.relative_to(Path.cwd())
+    except ValueError:
+        return directory
 
 
-def load_rules(dirs: list[Path] | None = None, disable: tuple[str, ...] = ()) -> list[Rule]:
+def rule_files(path: Path) -> list[Path]:
+    """The rule files of a directory (``*.yaml``, ``*.yml``), or the file itself."""
+    if path.is_file():
+        return [path]
+    return sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
+
+
+def load_rules(
+    dirs: list[Path] | None = None,
+    disable: tuple[str, ...] = (),
+    *,
+    shipped: bool = True,
+    style: bool = False,
+) -> list[Rule]:
     """Load the shipped rules and any extra directories (later ones override by id).
 
     Raises :class:`RuleLoadError` with every problem if any file is invalid.
     """
     errors: list[RuleError] = []
     by_id: dict[str, Rule] = {}
-    for directory in [shipped_rules_dir(), *(dirs or [])]:
-        files = [directory] if directory.is_file() else sorted(directory.glob("*.yaml"))
+    for directory in [*([shipped_rules_dir()] if shipped else []), *(dirs or [])]:
         seen_here: dict[str, Rule] = {}
-        for path in files:
-            for rule in load_file(path, errors):
+        for path in rule_files(directory):
+            for rule in load_file(path, errors, style):
                 if rule.id in seen_here:
                     first = seen_here[rule.id]
                     errors.append(

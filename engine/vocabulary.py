@@ -29,5 +29,9 @@ CATEGORIES: dict[str, str] = {
     "loss_plateau": "loss not decreasing",
     "slow_training": "throughput degradation",
     "hang": "no progress",
+    "data_error": "unreadable or truncated training data, missing or empty captions",
+    "preemption": "the job was stopped from outside (SIGTERM, spot reclaim, scheduler limit)",
+    "memory_leak": "host or GPU memory growing step over step",
+    "overfitting": "validation loss rising while training loss falls",
     "unrecognised": "a failure no rule knows (reported with its fingerprint)",
 }

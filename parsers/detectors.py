@@ -21,7 +21,9 @@ import re
 import statistics
 from collections import deque
 
+from . import trends
 from .base import Draft
+from .lines import LogLine
 
 TRIGGERS = {
     "loss_scale": (
@@ -41,10 +43,41 @@ WINDOW = 256
 COLLAPSED_SCALE = 8.0
 MIN_OVERFLOWS = 3
 _WATCHED = ("loss", "grad_norm", "eval_loss")
+SERIES_CAPACITY = 2048
+#: metric name -> the series it feeds (throughput series are split per progress bar).
+_SERIES_KEYS = {
+    "loss": "loss",
+    "grad_norm": "grad_norm",
+    "eval_loss": "eval_loss",
+    "it_s": "it_s",
+    "samples_s": "samples_s",
+    "memory_gib": "memory_gib",
+}
 
 
 def _text(value: float) -> str:
     return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+class Series:
+    """A bounded series: when full, every other point is dropped, so its shape survives."""
+
+    def __init__(self, capacity: int = SERIES_CAPACITY) -> None:
+        self.points: list[trends.Point] = []
+        self.capacity = capacity
+        self._stride = 1
+        self._skipped = 0
+
+    def add(self, point: trends.Point) -> None:
+        """Keep the point, or count it towards the next kept one when decimating."""
+        self._skipped += 1
+        if self._skipped < self._stride:
+            return
+        self._skipped = 0
+        self.points.append(point)
+        if len(self.points) > self.capacity:
+            self.points = self.points[::2]
+            self._stride *= 2
 
 
 class SeriesTracker:
@@ -52,13 +85,17 @@ class SeriesTracker:
 
     def __init__(self) -> None:
         self.history: dict[str, deque[float]] = {}
+        self.series: dict[str, Series] = {}
         self.points = 0
         self.last_step: float | None = None
+        self.last_time: float | None = None
         self._reported: set[str] = set()
         self._overflows = 0
         self._first_scale: float | None = None
 
-    def observe(self, metrics: dict[str, float]) -> list[Draft]:
+    def observe(
+        self, metrics: dict[str, float], line: LogLine | None = None, time: float | None = None
+    ) -> list[Draft]:
         """Take one metric line's values; return the drafts of anything that just happened."""
         self.points += 1
         if "step" in metrics:
@@ -77,7 +114,64 @@ class SeriesTracker:
                 drafts.append(self._nonfinite(name, value, series))
             if math.isfinite(value):
                 series.append(value)
+        for name, value in metrics.items():
+            key = _SERIES_KEYS.get(name)
+            if key is None or not math.isfinite(value):
+                continue
+            if name == "it_s" and "bar_total" in metrics:
+                key = f"it_s/{int(metrics['bar_total'])}"  # one series per progress bar
+            point = trends.Point(value, self.points, metrics.get("step"), time, line)
+            self.series.setdefault(key, Series()).add(point)
+        if time is not None:
+            self.progress.add(trends.Point(0.0, self.points, metrics.get("step"), time, line))
         return drafts
+
+    @property
+    def progress(self) -> Series:
+        """The timestamped metric lines, for the silence detector."""
+        return self.series.setdefault("progress", Series())
+
+    def conclude(self) -> list[tuple[Draft, list[LogLine]]]:
+        """Run the trend detectors over the series so far; each finding is reported once."""
+        found: list[tuple[Draft, list[trends.Point]]] = []
+        for key, series in self.series.items():
+            points = series.points
+            name = key.split("/", 1)[0]
+            if name in ("loss", "grad_norm") and name not in self._reported:
+                found += [
+                    (d, [min(points, key=lambda p: p.value), points[-1]])
+                    for d in [trends.divergence(name, points)]
+                    if d
+                ]
+                found += [(d, [points[0], points[-1]]) for d in [trends.plateau(name, points)] if d]
+            elif name in ("it_s", "samples_s"):
+                found += [(d, points[-2:]) for d in [trends.throughput_drop(key, points)] if d]
+            elif name == "memory_gib":
+                found += [
+                    (d, [points[0], points[-1]]) for d in [trends.memory_growth(key, points)] if d
+                ]
+        evals, train = self.series.get("eval_loss"), self.series.get("loss")
+        if evals and train:
+            found += [
+                (d, evals.points[-2:])
+                for d in [trends.overfitting(evals.points, train.points)]
+                if d
+            ]
+        progress = self.series.get("progress")
+        if progress:
+            found += [
+                (d, progress.points[-1:])
+                for d in [trends.silence(progress.points, self.last_time)]
+                if d
+            ]
+        results = []
+        for draft, points in found:
+            key = f"{draft.kind}:{draft.fields.get('metric', '')}"
+            if key in self._reported:
+                continue
+            self._reported.add(key)
+            results.append((draft, [p.line for p in points if p.line is not None]))
+        return results
 
     def _nonfinite(self, name: str, value: float, series: deque[float]) -> Draft:
         fields: dict[str, object] = {

@@ -20,11 +20,21 @@ from typing import Any
 
 import re2
 
-from . import cuda_oom, detectors, elastic, metrics, nccl, oserror, torch_errors, traceback
+from . import (
+    attempts,
+    cuda_oom,
+    detectors,
+    elastic,
+    metrics,
+    nccl,
+    oserror,
+    torch_errors,
+    traceback,
+)
 from .base import Draft
 from .config import TRIGGERS as CONFIG_TRIGGERS
 from .config import parse_config
-from .lines import MAX_LINE_BYTES, TRUNCATION_MARKER, LogLine, make_line
+from .lines import MAX_LINE_BYTES, TRUNCATION_MARKER, LogLine, make_line, to_seconds
 from .prefilter import Prefilter
 
 #: Modules whose ``parse(text)`` reads exception messages and stand-alone lines.
@@ -54,6 +64,7 @@ class Finding:
     draft: Draft
     evidence: list[LogLine]
     rank: int | None
+    attempt: int = 1
 
 
 @dataclass
@@ -123,6 +134,8 @@ class Extractor:
         self._sources: dict[str, _SourceState] = {}
         self.series = detectors.SeriesTracker()
         self.config: dict[str, Any] = {}
+        self.attempt = 1
+        self._attempt_has_content = False
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -172,6 +185,13 @@ class Extractor:
                 self._scan(state, pending + b"\n", out)
             self.flush_blocks(name, out)
         return out
+
+    def conclude(self) -> list[Finding]:
+        """Trends over the run's metric series so far (at end of input, or live, periodically)."""
+        return [
+            Finding(draft, lines, lines[-1].rank if lines else None, self.attempt)
+            for draft, lines in self.series.conclude()
+        ]
 
     def flush_blocks(self, source: str, out: list[Finding] | None = None) -> list[Finding]:
         """Close the open blocks of a source (end of input, or the live evidence bound)."""
@@ -224,6 +244,26 @@ class Extractor:
     def _line(
         self, state: _SourceState, raw: bytes, mask: int, out: list[Finding], marker: str | None
     ) -> None:
+        first = len(out)
+        if mask & self._bits.attempts and self._attempt_has_content:
+            self._new_attempt(out)
+            first = len(out)
+        self._read_line(state, raw, mask, out, marker)
+        for finding in out[first:]:
+            finding.attempt = self.attempt
+        if len(out) > first or mask & self._bits.metrics:
+            self._attempt_has_content = True
+
+    def _new_attempt(self, out: list[Finding]) -> None:
+        """Close the current attempt (its trends) and start counting a new one."""
+        out.extend(self.conclude())
+        self.attempt += 1
+        self.series = detectors.SeriesTracker()
+        self._attempt_has_content = False
+
+    def _read_line(
+        self, state: _SourceState, raw: bytes, mask: int, out: list[Finding], marker: str | None
+    ) -> None:
         line = make_line(state.name, state.lineno, raw, state.default_rank)
         if marker:
             line.text += marker
@@ -232,7 +272,7 @@ class Extractor:
         bits = self._bits
         if mask & bits.rules:
             self._rule_lines(line, mask, out)
-        if self._in_block(state, line, out):
+        if self._in_block(state, line, out, starts_record=bool(mask & bits.records)):
             return
         if not mask:
             return
@@ -246,10 +286,13 @@ class Extractor:
             block.collector.start(line.text[max(start, 0) :])
             block.lines = [line]
             return
+        seconds = to_seconds(line.time) if line.time else None
+        if seconds is not None:
+            self.series.last_time = seconds
         if mask & bits.metrics:
             found = metrics.parse_metrics(line.text)
             if found:
-                for draft in self.series.observe(found):
+                for draft in self.series.observe(found, line, seconds):
                     out.append(Finding(draft, [line], line.rank))
         if mask & bits.loss_scale:
             for draft in self.series.loss_scale(line.text):
@@ -265,8 +308,14 @@ class Extractor:
             if "ChildFailedError" in line.text:
                 state.elastic_wait = _ELASTIC_WAIT_LINES
 
-    def _in_block(self, state: _SourceState, line: LogLine, out: list[Finding]) -> bool:
-        """Route a line to an open block; True if the block consumed it."""
+    def _in_block(
+        self, state: _SourceState, line: LogLine, out: list[Finding], starts_record: bool = False
+    ) -> bool:
+        """Route a line to an open block; True if the block consumed it.
+
+        ``starts_record`` says the prefilter saw a metric, config or traceback line, which
+        begins a new log record rather than continuing an exception message.
+        """
         if state.elastic_lines is not None:
             state.elastic_lines.append(line)
             if line.text.startswith("====") or len(state.elastic_lines) > _ELASTIC_MAX_LINES:
@@ -290,13 +339,15 @@ class Extractor:
                 return False
             text = text[head:]
             line = LogLine(line.path, line.lineno, text, line.rank, line.time)
-        finished, consumed = block.collector.feed(
-            text, new_record=line.time is not None and not block.prefix
-        )
+        new_record = starts_record or (line.time is not None and not block.prefix)
+        finished, consumed = block.collector.feed(text, new_record=new_record)
         if consumed:
             block.lines.append(line)
         if finished is not None or not block.collector.active:
             self._traceback_done(state, block, finished, out)
+        if not consumed and (state.elastic_wait or state.elastic_lines is not None):
+            # The line that ended the traceback may open the torchrun summary that follows it.
+            return self._in_block(state, line, out, starts_record)
         return consumed
 
     # -- turning blocks and lines into findings ------------------------------------------
@@ -324,12 +375,15 @@ class Extractor:
         if parsed.chain:
             fields["cause_type"] = parsed.chain[-1].type
         out.append(Finding(Draft("exception", fields), evidence, rank))
+        written_to = _write_location(parsed.frames)
         for exc in [*parsed.chain, final]:
             text = f"{exc.qualname}: {exc.message}"
             for module in MESSAGE_PARSERS:
                 for draft in _safe_parse(module, text):
                     draft.fields.setdefault("phase", phase)
                     draft.fields.setdefault("steps_logged", self.series.points)
+                    if draft.kind == "os_error" and written_to and "path" not in draft.fields:
+                        draft.fields["mount_hint"] = written_to
                     out.append(Finding(draft, evidence, rank))
         if final.type == "ChildFailedError":
             state.elastic_wait = _ELASTIC_WAIT_LINES
@@ -377,6 +431,8 @@ class _BitMap:
         self.metrics = mask(f"metrics:{n}" for n in metrics.TRIGGERS)
         self.loss_scale = mask(f"detectors:{n}" for n in detectors.TRIGGERS)
         self.config = mask(f"config:{n}" for n in CONFIG_TRIGGERS)
+        self.records = self.traceback | self.metrics | self.config
+        self.attempts = mask(f"attempts:{n}" for n in attempts.TRIGGERS)
         self._modules = [(mask(f"{_short(m)}:{n}" for n in m.TRIGGERS), m) for m in MESSAGE_PARSERS]
         self.messages = 0
         for bits, _ in self._modules:
@@ -403,12 +459,39 @@ def build_prefilter(line_patterns: dict[str, str]) -> Prefilter:
     key = tuple(sorted(line_patterns.items()))
     if key not in _prefilters:
         patterns: dict[str, str] = {}
-        for module in (traceback, metrics, detectors, *MESSAGE_PARSERS):
+        for module in (traceback, metrics, detectors, attempts, *MESSAGE_PARSERS):
             patterns |= {f"{_short(module)}:{n}": rx for n, rx in module.TRIGGERS.items()}
         patterns |= {f"config:{n}": rx for n, rx in CONFIG_TRIGGERS.items()}
         patterns |= line_patterns
         _prefilters[key] = Prefilter(patterns)
     return _prefilters[key]
+
+
+_WRITERS = [
+    # Semaphores and shared tensors live in /dev/shm.
+    (
+        "/dev/shm",
+        re.compile(r"SemLock|multiprocessing/synchronize\.py|_share_filename|_new_shared"),
+    ),
+    # Library caches: HF datasets' map/save, hub downloads, torch.hub.
+    (
+        "cache",
+        re.compile(
+            r"datasets/arrow_(?:writer|dataset)\.py|huggingface_hub/file_download\.py|torch/hub\.py"
+        ),
+    ),
+    # tempfile's files go to TMPDIR (by default /tmp).
+    ("/tmp", re.compile(r"/tempfile\.py")),
+]
+
+
+def _write_location(frames: list[traceback.Frame]) -> str | None:
+    """Where a failing write was going, judged from the innermost frames, when they say so."""
+    recent = " ".join(f"{f.file} {f.code}" for f in frames[-8:])
+    for hint, pattern in _WRITERS:
+        if pattern.search(recent):
+            return hint
+    return None
 
 
 def _safe_parse(module: ModuleType, text: str) -> list[Draft]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 #: Lines longer than this are cut, so that one pathological line cannot exhaust memory.
 MAX_LINE_BYTES = 64 * 1024
@@ -92,6 +93,23 @@ def peel(text: str) -> tuple[str, int | None, str | None]:
             time = match["time"]
         pos = match.end()
     return text[pos:], rank, time
+
+
+_TIME_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%m/%d/%Y %H:%M:%S")
+
+
+def to_seconds(time: str) -> float | None:
+    """Seconds since the epoch of a peeled timestamp (zones ignored: one log, one clock)."""
+    base, _, fraction = time.replace(",", ".").partition(".")
+    base = base[:19].rstrip("Z")
+    for fmt in _TIME_FORMATS:
+        try:
+            seconds = datetime.strptime(base, fmt).timestamp()
+        except ValueError:
+            continue
+        digits = "".join(c for c in fraction if c.isdigit())
+        return seconds + (float("0." + digits) if digits else 0.0)
+    return None
 
 
 def make_line(path: str, lineno: int, raw: bytes, default_rank: int | None = None) -> LogLine:

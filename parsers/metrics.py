@@ -24,15 +24,27 @@ import re
 
 TRIGGERS = {
     "metric_loss": r"(?i)loss['\"]?\s*[:=]?\s*['\"]?\s*[-+]?(?:\d|\.\d|nan|inf)",
-    "metric_grad_norm": r"(?i)grad[_ ]norm['\"]?\s*[:=]?\s*[-+]?(?:\d|nan|inf)",
+    "metric_grad_norm": r"(?i)grad[_ ]norm['\"]?\s*[:=]?\s*['\"]?[-+]?(?:\d|nan|inf)",
+    "metric_ppl": r"(?i)\bppl\s*[:=]\s*\d",
+    "metric_rate": r"\d(?:it/s|s/it)\b|\d ?(?:samples|tokens|tok)/s|SamplesPerSec=\d",
+    "metric_memory": r"(?i)\b(?:mem(?:ory)?(?:_usage|_allocated|_reserved)?|gpu_mem|max_mem\w*|rss)\s*[:=]?\s*(?:cuda:\d+\s*)?\d+(?:\.\d+)?\s*(?:[KMGT]i?B|[MG]\b)",
 }
 
 _NUMBER = r"[-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
 _PAIR = re.compile(
-    rf"""['"]?(?P<key>[A-Za-z_][A-Za-z0-9_./ -]{{0,40}}?)['"]?(?:\s*[:=]\s*|\s+)\[?\s*(?P<value>{_NUMBER})(?![\w.])""",
+    rf"""['"]?(?P<key>[A-Za-z_][A-Za-z0-9_./ -]{{0,40}}?)['"]?(?:\s*[:=]\s*|\s+)\[?\s*['"]?(?P<value>{_NUMBER})(?![\w.])""",
     re.IGNORECASE,
 )
 _PROGRESS = re.compile(r"\|\s*(?P<step>\d+)/(?P<total>\d+)\s*\[")
+_RATE = re.compile(r"(?P<rate>\d+(?:\.\d+)?)\s?(?P<unit>it/s|s/it)\b")
+_SAMPLES = re.compile(
+    r"(?P<rate>\d+(?:\.\d+)?)\s?(?:samples|tokens|tok)/s(?:ec)?\b|SamplesPerSec=(?P<rate2>\d+(?:\.\d+)?)"
+)
+_MEMORY = re.compile(
+    r"(?i)\b(?:mem(?:ory)?(?:_usage|_allocated|_reserved)?|gpu_mem|max_mem\w*|rss)\s*[:=]?\s*"
+    r"(?:cuda:\d+\s*)?(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[KMGT]i?B|[MG]\b)"
+)
+_MEMORY_UNITS = {"k": 1 / 2**20, "m": 1 / 2**10, "g": 1.0, "t": 1024.0}
 _PLAIN_STEP = re.compile(r"(?i)\b(?:global[_ ]step|step|iteration|iter)\s*[:=]?\s*(?P<step>\d+)\b")
 
 _CANONICAL = {
@@ -72,6 +84,9 @@ _CANONICAL = {
     "iter": "step",
     "epoch": "epoch",
     "train/epoch": "epoch",
+    "ppl": "ppl",
+    "perplexity": "ppl",
+    "train_ppl": "ppl",
 }
 
 
@@ -103,6 +118,25 @@ def parse_metrics(text: str) -> dict[str, float]:
             found = {"step": float(progress["step"]), **found}
         elif plain:
             found = {"step": float(plain["step"]), **found}
-    if not any(name not in ("step", "epoch", "lr") for name in found):
+    _rates_and_memory(text, found)
+    if not any(name not in ("step", "epoch", "lr", "bar_total") for name in found):
         return {}
     return found
+
+
+def _rates_and_memory(text: str, found: dict[str, float]) -> None:
+    """Throughput (``it_s``, with ``bar_total`` naming its progress bar) and ``memory_gib``."""
+    rate = _RATE.search(text)
+    if rate:
+        value = float(rate["rate"])
+        found["it_s"] = value if rate["unit"] == "it/s" else (1 / value if value else 0.0)
+        progress = _PROGRESS.search(text)
+        if progress:
+            found["bar_total"] = float(progress["total"])
+    else:
+        samples = _SAMPLES.search(text)
+        if samples:
+            found["samples_s"] = float(samples["rate"] or samples["rate2"])
+    memory = _MEMORY.search(text)
+    if memory:
+        found["memory_gib"] = float(memory["value"]) * _MEMORY_UNITS[memory["unit"][0].lower()]

@@ -61,6 +61,7 @@ TRIGGERS: dict[str, str] = {
 
 _MAX_TEXT = 20_000
 _WATCHDOG = re.compile(r"(?:Watchdog c|C)aught collective operation timeout:")
+_PAIR = re.compile(r"(SeqNum|OpType|Timeout\(ms\))=(\w+)(?=[,)])")
 _RANK = re.compile(r"\[(?:PG [^\]\n]*?)?Rank (\d+)\]\s*$")
 
 # NCCL's result codes, by enum name, by the text of ncclGetErrorString, and by number.
@@ -279,18 +280,22 @@ def _timeouts(text: str, grammar: dict[str, pp.ParserElement]) -> list[Draft]:
     drafts = []
     if "collective operation timeout" in text:
         for match in _WATCHDOG.finditer(text):
+            fields: dict[str, Any] = {"backend": "nccl"}
             try:
                 tokens = grammar["work"].parse_string(text[match.start() : match.start() + 600])
             except pp.ParseException:
-                continue
-            fields: dict[str, Any] = {"backend": "nccl"}
-            pairs = {pair.key: pair.value for pair in tokens.pairs}
+                # Cut off mid-record (terminal wrapping, a truncated paste): the sentence itself
+                # is the evidence; keep whatever numbers precede the cut.
+                tokens = None
+            pairs = {pair.key: pair.value for pair in tokens.pairs} if tokens else {}
+            if tokens is None:
+                pairs = dict(_PAIR.findall(text[match.end() : match.end() + 300]))
             if "OpType" in pairs:
                 fields["op"] = pairs["OpType"]
             for key, name in (("SeqNum", "seq_num"), ("Timeout(ms)", "timeout_ms")):
                 if pairs.get(key, "").isdigit():
                     fields[name] = int(pairs[key])
-            if "ran_ms" in tokens:
+            if tokens and "ran_ms" in tokens:
                 fields["ran_ms"] = int(tokens.ran_ms)
             # "[Rank 0] Watchdog ..." or "[PG ID 0 PG GUID 0(default_pg) Rank 3] Watchdog ..."
             rank = _RANK.search(text[max(0, match.start() - 120) : match.start()])

@@ -123,13 +123,14 @@ def mount_hint(path: str) -> str | None:
     """Which kind of filesystem ``path`` lives on, when its name says so: /dev/shm, /tmp, cache."""
     if path.startswith("/dev/shm") or re.match(r"/?torch_\d+", path):
         return "/dev/shm"
-    if path == "/tmp" or path.startswith("/tmp/"):
-        return "/tmp"
     lowered = path.lower()
+    # A cache can live anywhere, /tmp included; its own name is the more specific hint.
     if ".cache/huggingface" in lowered or "huggingface/hub" in lowered or "hf_home" in lowered:
         return "cache"
     if "transformers_cache" in lowered or "/.cache/" in lowered:
         return "cache"
+    if path == "/tmp" or path.startswith("/tmp/"):
+        return "/tmp"
     return None
 
 
@@ -168,6 +169,11 @@ def _os_error(text: str, grammar: dict[str, pp.ParserElement]) -> Draft | None:
             directory = "/dev/shm"  # torch names its shm files "/torch_<pid>_..." under /dev/shm
         if directory:
             fields["dir"] = directory
+    if "joblib will operate in serial mode" in text:
+        # joblib probes for working semaphores, which live in /dev/shm.
+        fields["mount_hint"] = "/dev/shm"
+    # "disk" when nothing says otherwise, so that rules can tell ordinary filesystems from shm.
+    fields.setdefault("mount_hint", "disk")
     return Draft("os_error", fields)
 
 

@@ -317,7 +317,7 @@ def _device_asserts(text: str, grammar: dict[str, pp.ParserElement]) -> list[Dra
         fields: dict[str, Any] = {"assertion": tokens.assertion}
         if tokens.get("file"):
             fields["file"] = tokens["file"]
-            fields["line"] = int(tokens["line"])
+            fields["source_line"] = int(tokens["line"])
             fields["kernel"] = tokens["kernel"].strip()
         key = tuple(sorted(fields.items()))
         if key not in seen:  # one per distinct site; every GPU thread prints its own line

@@ -18,6 +18,7 @@ def run_text(text: str, *, chunk: int | None = None, source: str = "train.log") 
         for start in range(0, len(data), step):
             analyzer.feed(source, data[start : start + step])
         analyzer.finish(source)
+        analyzer.conclude()
         return analyzer.report()
     finally:
         analyzer.close()

@@ -92,7 +92,12 @@ def test_directory_is_one_run_of_per_rank_files(tmp_path: Path) -> None:
 
 def test_healthy_log_prints_nothing_and_exits_0(tmp_path: Path) -> None:
     log = tmp_path / "ok.log"
-    log.write_text("{'loss': 2.0, 'learning_rate': 1e-4, 'epoch': 0.5}\n" * 100)
+    log.write_text(
+        "".join(
+            f"{{'loss': {2.0 - i / 100:.3f}, 'learning_rate': 1e-4, 'epoch': {i / 100}}}\n"
+            for i in range(100)
+        )
+    )
     result = crashcart("analyze", str(log))
     assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
 

@@ -45,6 +45,18 @@ when:
       where: {key: alloc_conf}
 summary: x
 fixes: [{title: t, command: c}]
+---
+id: nan_loss.many_overflows
+category: nan_loss
+title: counted
+confidence: 0.5
+when:
+  all:
+    - fact: line
+      regex: "OVERFLOW!"
+      count: 3
+summary: x
+fixes: [{title: t, command: c}]
 """
 
 
@@ -103,3 +115,22 @@ def test_retracted_facts_no_longer_match(tmp_path: Path) -> None:
     rules.assert_fact(oom)
     rules.retract_fact(oom)
     assert rules.assert_fact(fact(2, "collective_timeout", rank=0)) == []
+
+
+def test_count_needs_that_many_facts(tmp_path: Path) -> None:
+    rules = session(tmp_path)
+    pattern = "rule:nan_loss.many_overflows:f0"
+    assert rules.assert_fact(fact(1, "line", pattern=pattern)) == []
+    assert rules.assert_fact(fact(2, "line", pattern=pattern)) == []
+    matched = rules.assert_fact(fact(3, "line", pattern=pattern))
+    assert fired(matched) == ["nan_loss.many_overflows"]
+    assert matched[0].fact_ids == [1, 2, 3]
+
+
+def test_floats_in_exponent_notation_reach_the_engine(tmp_path: Path) -> None:
+    # durable-rules' JSON parser rejects 5e-05; the adapter writes 0.00005.
+    rules = session(tmp_path)
+    assert fired(rules.assert_fact(fact(1, "cuda_oom", requested_gib=5e-05, phase="x"))) == [
+        "cuda_oom.without_alloc_conf"
+    ]
+    assert rules.assert_fact(fact(2, "config", key="lr", value=1e26)) == []

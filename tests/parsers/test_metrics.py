@@ -19,11 +19,11 @@ from crashcart.parsers.metrics import parse_metrics
         ("step 120 | loss 2.31 | lr 3.0e-04", {"step": 120, "loss": 2.31, "lr": 3e-4}),
         (
             "Epoch 0:  45%|####  | 45/100 [00:01<00:01, 30.2it/s, v_num=0, train_loss=0.512]",
-            {"epoch": 0, "step": 45, "loss": 0.512},
+            {"epoch": 0, "step": 45, "loss": 0.512, "it_s": 30.2, "bar_total": 100},
         ),
         (
             "steps:  10%|#         | 100/1000 [01:00<09:00,  1.66it/s, avr_loss=0.123]",
-            {"step": 100, "loss": 0.123},
+            {"step": 100, "loss": 0.123, "it_s": 1.66, "bar_total": 1000},
         ),
         (
             " iteration      100/    1000 | lm loss: 6.5E+00 | loss scale: 65536.0 | grad norm: 1.2 |",

@@ -186,9 +186,9 @@ def test_signal_kill_is_not_shm() -> None:
     assert kinds == ["worker_killed"]
 
 
-def test_plain_path_has_no_mount_hint() -> None:
+def test_plain_path_is_an_ordinary_disk() -> None:
     fields = oserror.parse("OSError: [Errno 28] No space left on device: '/data/x.bin'")[0].fields
-    assert "mount_hint" not in fields
+    assert fields["mount_hint"] == "disk"
 
 
 @pytest.mark.parametrize("name", sorted(oserror.TRIGGERS))

@@ -216,7 +216,7 @@ POSITIVES = [
             "file": "/pytorch/aten/src/ATen/native/cuda/Loss.cu",
             "kernel": "nll_loss_forward_reduce_cuda_kernel_2d",
             "assertion": "t >= 0 && t < n_classes",
-            "line": 240,
+            "source_line": 240,
         },
     ),
     (

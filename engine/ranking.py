@@ -1,0 +1,128 @@
+"""Ranking diagnoses like an expert: causes above symptoms, the first failure first.
+
+The steps, applied to one diagnosis per category:
+
+1. ``explains``: a diagnosis whose rule explains another's category is its cause; the symptom
+   loses confidence and moves below (an OOM on rank 3 explains the NCCL timeouts of 0-2).
+2. First failure: torchrun's "Root Cause (first observed failure)" names a rank; a diagnosis with
+   evidence on that rank is the likelier cause and gains a little.
+3. Unrecognised failures: an exception that ended the run and that no rule explains is still
+   reported, with a stable fingerprint to search for, below every known cause.
+4. Order: causes, then symptoms; by confidence; ties to the earliest evidence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable
+
+from .diagnosis import Diagnosis
+from .facts import Fact
+
+SYMPTOM_FACTOR = 0.6
+FIRST_FAILURE_BONUS = 0.05
+UNRECOGNISED_CONFIDENCE = 0.3
+#: Exceptions that say how the run ended rather than why.
+_NOT_A_CAUSE = {"ChildFailedError", "KeyboardInterrupt", "SystemExit", "SignalException"}
+_VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?|'[^']*'|\"[^\"]*\"|/[\w./-]+")
+
+
+def link_causes(results: list[Diagnosis], explains: Callable[[str], list[str]]) -> None:
+    """Mark symptoms ``explained_by`` their cause (step 1)."""
+    by_category = {d.category: d for d in results}
+    for cause in sorted(results, key=lambda d: (-d.confidence, d.first_seq)):
+        if cause.explained_by:
+            continue
+        for symptom_category in explains(cause.rule):
+            symptom = by_category.get(symptom_category)
+            if symptom is None or symptom is cause or symptom.explained_by:
+                continue
+            if cause.category in explains(symptom.rule) and symptom.first_seq < cause.first_seq:
+                continue  # each explains the other: the one seen first is the cause
+            symptom.explained_by = cause.category
+            symptom.confidence *= SYMPTOM_FACTOR
+            symptom.reason += f"; a symptom of {cause.category}, which explains it"
+            cause.explains.append(symptom_category)
+
+
+def favour_first_failure(results: list[Diagnosis], facts: Iterable[Fact]) -> None:
+    """Raise the diagnoses on the rank torchrun saw fail first (step 2)."""
+    first = {
+        f.fields.get("rank", f.rank)
+        for f in facts
+        if f.kind == "process_exit" and f.fields.get("root_cause")
+    } - {None}
+    for diagnosis in results:
+        if first & set(diagnosis.ranks) and not diagnosis.explained_by:
+            diagnosis.confidence = min(0.99, diagnosis.confidence + FIRST_FAILURE_BONUS)
+            ranks = ", ".join(map(str, sorted(first)))
+            diagnosis.reason += f"; rank {ranks} failed first (torchrun's first observed failure)"
+
+
+def fingerprint(exception_type: str, message: str) -> str:
+    """A stable id for an error: its type and message with numbers, paths and quotes blanked."""
+    normalised = _VOLATILE.sub("_", message.split("\n", 1)[0])[:300]
+    return hashlib.sha1(f"{exception_type}:{normalised}".encode()).hexdigest()[:12]
+
+
+def unrecognised(
+    results: list[Diagnosis], facts: Iterable[Fact], points_now: int
+) -> list[Diagnosis]:
+    """Diagnoses for exceptions that ended the run and that no diagnosis accounts for (step 3).
+
+    An exception after which the run went on logging metrics was handled, not fatal: skipped.
+    """
+    covered = {(line.path, line.lineno) for d in results for line in d.evidence}
+    found: dict[str, Diagnosis] = {}
+    for fact in facts:
+        if fact.kind != "exception" or fact.fields.get("type") in _NOT_A_CAUSE:
+            continue
+        if fact.fields.get("steps_logged", 0) < points_now:
+            continue  # training went on after it
+        if any((line.path, line.lineno) in covered for line in fact.evidence):
+            continue
+        qualname = fact.fields.get("qualname", fact.fields.get("type", "Exception"))
+        message = fact.fields.get("message", "")
+        key = fingerprint(fact.fields.get("type", ""), message)
+        if key in found:
+            found[key].ranks = sorted(
+                {*found[key].ranks, *([fact.rank] if fact.rank is not None else [])}
+            )
+            continue
+        found[key] = Diagnosis(
+            rule="unrecognised",
+            category="unrecognised",
+            title=f"Unrecognised failure: {qualname}",
+            confidence=UNRECOGNISED_CONFIDENCE,
+            summary=(
+                f"The run ended with {qualname}: {message[:300]}. No rule knows this failure; "
+                f"search for the message or its fingerprint {key}, and consider contributing a "
+                "rule (docs/rules.md)."
+            ),
+            evidence=list(fact.evidence),
+            fixes=[
+                {
+                    "title": "See the facts crashcart extracted, to write a rule for this failure",
+                    "command": f"crashcart analyze --facts {fact.line.path}",
+                }
+            ],
+            ranks=[fact.rank] if fact.rank is not None else [],
+            reason="no rule matched this exception",
+            fingerprint=key,
+            first_seq=fact.seq,
+        )
+    return list(found.values())
+
+
+def order(results: list[Diagnosis]) -> list[Diagnosis]:
+    """Causes first, then symptoms, each by confidence, ties to the earliest evidence (step 4)."""
+    return sorted(
+        results,
+        key=lambda d: (
+            d.category == "unrecognised",
+            d.explained_by is not None,
+            -d.confidence,
+            d.first_seq,
+        ),
+    )

@@ -1,0 +1,190 @@
+"""Trend detectors: what a whole metric series says that no single line does.
+
+They run when a run's input ends (and, live, periodically) over the series that
+:class:`~.detectors.SeriesTracker` keeps, and emit one fact per finding with the numbers that
+prove it. Each is built to stay quiet on healthy runs: noisy losses, warm-up, learning-rate
+restarts, a single spike, a converged (flat) tail, evaluation bars running at their own speed.
+
+- ``divergence``: the loss (or grad norm) is far above its best and still rising at the end.
+- ``plateau``: the loss never went down over the whole run.
+- ``throughput_drop``: it/s (or samples/s) at the end well below the run's own median.
+- ``memory_growth``: a memory series rising steadily, step over step.
+- ``overfitting``: validation loss rising for several evaluations while training loss falls.
+- ``silence``: the last progress line is followed by a gap far longer than the run's cadence.
+
+    >>> from crashcart.parsers.trends import Point, plateau
+    >>> flat = [Point(2.30 + 0.01 * (i % 3), i) for i in range(80)]
+    >>> plateau("loss", flat).fields["points"]
+    80
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from .base import Draft
+
+#: Fewer points than this and a trend is not a trend.
+MIN_POINTS = {"divergence": 12, "plateau": 50, "throughput_drop": 20, "memory_growth": 10}
+TAIL = 5
+
+
+@dataclass(slots=True)
+class Point:
+    """One value of a series, where it was logged."""
+
+    value: float
+    index: int
+    step: float | None = None
+    time: float | None = None
+    line: Any = None  # the LogLine, kept for evidence
+
+
+def _median(points: list[Point]) -> float:
+    return statistics.median(p.value for p in points)
+
+
+def _where(point: Point) -> dict[str, Any]:
+    return {"step": int(point.step)} if point.step is not None else {}
+
+
+def divergence(name: str, points: list[Point]) -> Draft | None:
+    """The series' tail is far above its best and every tail value is above the one before."""
+    if len(points) < MIN_POINTS["divergence"]:
+        return None
+    best = min(points, key=lambda p: p.value)
+    tail = points[-TAIL:]
+    if best.value <= 0 or best in tail:
+        return None
+    baseline = _median(points[: len(points) // 2])
+    threshold = 10.0 if name == "grad_norm" else 3.0
+    rising = all(b.value >= a.value for a, b in itertools.pairwise(tail))
+    ratio = tail[-1].value / best.value
+    elevated = tail[0].value > 1.5 * best.value and tail[-1].value > 2 * baseline
+    if not rising or ratio < threshold or not elevated:
+        return None
+    fields = {
+        "metric": name,
+        "value": round(tail[-1].value, 6),
+        "best": round(best.value, 6),
+        "baseline": round(baseline, 6),
+        "ratio": round(ratio, 2),
+        **_where(tail[-1]),
+    }
+    return Draft("divergence", fields)
+
+
+def plateau(name: str, points: list[Point]) -> Draft | None:
+    """The loss at the end is no better than at the start, over a long run."""
+    if name != "loss" or len(points) < MIN_POINTS["plateau"]:
+        return None
+    window = max(5, len(points) // 10)
+    first, last = _median(points[:window]), _median(points[-window:])
+    if first <= 0:
+        return None
+    improvement = (first - last) / first
+    best = min(p.value for p in points)
+    if improvement >= 0.02 or (first - best) / first >= 0.1:
+        return None
+    fields = {
+        "metric": name,
+        "first": round(first, 6),
+        "last": round(last, 6),
+        "best": round(best, 6),
+        "improvement_pct": round(100 * improvement, 2),
+        "points": len(points),
+        **_where(points[-1]),
+    }
+    return Draft("plateau", fields)
+
+
+def throughput_drop(name: str, points: list[Point]) -> Draft | None:
+    """The last values run at less than half the series' own median speed."""
+    if len(points) < MIN_POINTS["throughput_drop"]:
+        return None
+    body = points[3:]  # the first values include start-up and compilation
+    baseline = _median(body)
+    recent = _median(points[-TAIL * 2 :])
+    if baseline <= 0 or recent >= 0.5 * baseline:
+        return None
+    fields = {
+        "metric": name,
+        "baseline": round(baseline, 3),
+        "recent": round(recent, 3),
+        "ratio": round(recent / baseline, 3),
+        "points": len(points),
+        **_where(points[-1]),
+    }
+    return Draft("throughput_drop", fields)
+
+
+def memory_growth(name: str, points: list[Point]) -> Draft | None:
+    """Memory that keeps rising: most steps up, and at least 20% and 0.5 GiB more at the end."""
+    if len(points) < MIN_POINTS["memory_growth"]:
+        return None
+    first, last = points[0].value, points[-1].value
+    ups = sum(b.value > a.value for a, b in itertools.pairwise(points))
+    downs = sum(b.value < a.value for a, b in itertools.pairwise(points))
+    if first <= 0 or last - first < max(0.2 * first, 0.5) or ups < 3 * max(downs, 1):
+        return None
+    fields = {
+        "metric": name,
+        "first_gib": round(first, 3),
+        "last_gib": round(last, 3),
+        "growth_pct": round(100 * (last - first) / first, 1),
+        "points": len(points),
+        **_where(points[-1]),
+    }
+    return Draft("memory_growth", fields)
+
+
+def overfitting(eval_points: list[Point], train_points: list[Point]) -> Draft | None:
+    """Validation loss rising for 3+ evaluations after its best while training loss falls."""
+    if len(eval_points) < 4 or len(train_points) < 4:
+        return None
+    best_at = min(range(len(eval_points)), key=lambda i: eval_points[i].value)
+    after = eval_points[best_at:]
+    best, last = after[0], after[-1]
+    if len(after) < 4 or last.value < 1.05 * best.value:
+        return None
+    ups = sum(b.value > a.value for a, b in itertools.pairwise(after))
+    if ups < (len(after) - 1) * 2 / 3:
+        return None
+    train_then = [p.value for p in train_points if p.index <= best.index][-TAIL:]
+    train_now = [p.value for p in train_points if p.index > best.index][-TAIL:]
+    if not train_then or not train_now:
+        return None
+    if statistics.median(train_now) >= statistics.median(train_then):
+        return None
+    fields = {
+        "best_eval": round(best.value, 6),
+        "last_eval": round(last.value, 6),
+        "evals_since_best": len(after) - 1,
+        "train_then": round(statistics.median(train_then), 6),
+        "train_now": round(statistics.median(train_now), 6),
+        **({"best_step": int(best.step)} if best.step is not None else {}),
+        **_where(last),
+    }
+    return Draft("overfitting", fields)
+
+
+def silence(progress: list[Point], last_time: float | None) -> Draft | None:
+    """The log went on (an error, a timeout) long after progress stopped."""
+    times = [p.time for p in progress if p.time is not None]
+    if len(times) < 5 or last_time is None:
+        return None
+    gaps = [b - a for a, b in itertools.pairwise(times) if b >= a]
+    cadence = statistics.median(gaps) if gaps else 0
+    quiet = last_time - times[-1]
+    if quiet < max(10 * cadence, 300):
+        return None
+    fields = {
+        "silence_s": round(quiet, 1),
+        "cadence_s": round(cadence, 1),
+        "last_progress": (progress[-1].line.text[:200] if progress[-1].line else ""),
+        **_where(progress[-1]),
+    }
+    return Draft("silence", fields)

@@ -1,0 +1,86 @@
+"""Trend detectors on series with the shapes real runs have."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from crashcart.parsers import trends
+from crashcart.parsers.trends import Point
+
+
+def series(values: list[float], *, times: list[float] | None = None) -> list[Point]:
+    return [Point(v, i, float(i), times[i] if times else None, None) for i, v in enumerate(values)]
+
+
+def noisy_decay(n: int, seed: int = 0) -> list[float]:
+    rng = random.Random(seed)
+    return [2.0 * math.exp(-i / (n / 4)) + 0.3 + rng.uniform(-0.15, 0.15) for i in range(n)]
+
+
+def test_divergence_needs_a_sustained_rise_far_above_the_best() -> None:
+    values = [*noisy_decay(40), 0.9, 1.4, 2.2, 3.5, 5.0, 7.5]
+    draft = trends.divergence("loss", series(values))
+    assert draft is not None and draft.kind == "divergence"
+    assert draft.fields["ratio"] > 3 and draft.fields["step"] == len(values) - 1
+
+
+def test_a_single_spike_that_recovers_is_not_divergence() -> None:
+    values = noisy_decay(60)
+    values[40] = 25.0
+    assert trends.divergence("loss", series(values)) is None
+
+
+def test_warm_up_spike_at_the_start_is_not_divergence() -> None:
+    values = [2.0, 9.0, 14.0, *noisy_decay(60)]
+    assert trends.divergence("loss", series(values)) is None
+
+
+def test_plateau_on_a_flat_run_but_not_on_a_converged_one() -> None:
+    rng = random.Random(1)
+    flat = [2.3 + rng.uniform(-0.05, 0.05) for _ in range(120)]
+    assert trends.plateau("loss", series(flat)) is not None
+    converged = noisy_decay(60) + [0.3 + rng.uniform(-0.02, 0.02) for _ in range(120)]
+    assert trends.plateau("loss", series(converged)) is None
+
+
+def test_lr_restarts_are_not_a_plateau_or_divergence() -> None:
+    values = []
+    for cycle in range(4):
+        values += [x + 0.2 * (3 - cycle) for x in noisy_decay(50, seed=cycle)]
+    assert trends.plateau("loss", series(values)) is None
+    assert trends.divergence("loss", series(values)) is None
+
+
+def test_throughput_drop() -> None:
+    speeds = [1.0, 3.0] + [30.0 + (i % 3) for i in range(40)] + [9.0] * 12
+    draft = trends.throughput_drop("it_s/1000", series(speeds))
+    assert draft is not None and draft.fields["ratio"] < 0.5
+    steady = [1.0, 3.0] + [30.0 + (i % 5) for i in range(60)]
+    assert trends.throughput_drop("it_s/1000", series(steady)) is None
+
+
+def test_memory_growth_but_not_warm_up_then_flat() -> None:
+    growing = [8.0 + 0.15 * i for i in range(30)]
+    draft = trends.memory_growth("memory_gib", series(growing))
+    assert draft is not None and draft.fields["growth_pct"] > 20
+    warm_then_flat = [2.0, 5.0, 7.5, 8.0] + [8.0 + (0.01 if i % 2 else -0.01) for i in range(40)]
+    assert trends.memory_growth("memory_gib", series(warm_then_flat)) is None
+
+
+def test_overfitting_needs_eval_rising_while_train_falls() -> None:
+    train = series([2.0 - 0.01 * i for i in range(150)])
+    evals = [
+        Point(v, 10 + 15 * i, None)
+        for i, v in enumerate([1.9, 1.6, 1.4, 1.35, 1.4, 1.5, 1.6, 1.75])
+    ]
+    draft = trends.overfitting(evals, train)
+    assert draft is not None and draft.fields["evals_since_best"] == 4
+    improving = [Point(v, 10 + 15 * i, None) for i, v in enumerate([1.9, 1.6, 1.4, 1.3, 1.25, 1.2])]
+    assert trends.overfitting(improving, train) is None
+
+
+def test_silence_is_relative_to_the_run_cadence() -> None:
+    progress = series([0.0] * 20, times=[1000.0 + 2 * i for i in range(20)])
+    assert trends.silence(progress, last_time=1038.0 + 400) is not None
+    assert trends.silence(progress, last_time=1038.0 + 30) is None

@@ -1,0 +1,56 @@
+"""crashcart eval: the accuracy table, thresholds, and bad corpora."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+
+def crashcart(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "crashcart", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def make_corpus(tmp_path: Path) -> Path:
+    corpus = tmp_path / "corpus"
+    for case, category in [
+        ("posted_cuda_oom_dcrnn_reserved_1x", "cuda_oom"),
+        ("healthy_plain_mlp", "none"),
+        ("posted_nccl_dfine_duplicate_gpu", "cudnn"),  # deliberately wrong: a miss
+    ]:
+        shutil.copytree(Path("corpus") / case, corpus / case)
+        (corpus / case / "expected.yaml").write_text(f"category: {category}\n")
+    return corpus
+
+
+def test_eval_reports_hits_misses_and_false_alarms(tmp_path: Path) -> None:
+    corpus = make_corpus(tmp_path)
+    result = crashcart("eval", "--json", str(corpus))
+    data = json.loads(result.stdout)
+    assert data["summary"]["failure_cases"] == 2 and data["summary"]["top1"] == 0.5
+    assert data["summary"]["false_alarms"] == 0
+    assert data["categories"]["cudnn"]["misses"] == [
+        {"case": "posted_nccl_dfine_duplicate_gpu", "predicted": ["nccl"]}
+    ]
+
+
+def test_thresholds_set_the_exit_code(tmp_path: Path) -> None:
+    corpus = make_corpus(tmp_path)
+    assert crashcart("eval", str(corpus), "--min-top1", "0.5").returncode == 0
+    failing = crashcart("eval", str(corpus), "--min-top1", "0.9")
+    assert failing.returncode == 1 and "top-1 0.500 < 0.9" in failing.stderr
+    assert "miss posted_nccl_dfine_duplicate_gpu: expected cudnn, got nccl" in failing.stdout
+
+
+def test_missing_or_empty_corpus_is_a_clear_error(tmp_path: Path) -> None:
+    for path in (tmp_path / "nope", tmp_path):
+        result = crashcart("eval", str(path))
+        assert result.returncode == 2 and "Traceback" not in result.stderr
