@@ -13,8 +13,10 @@ summary) is open on a source: then every line is read until it closes.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import ModuleType
 from typing import Any
 
@@ -39,6 +41,16 @@ from .prefilter import Prefilter
 
 #: Modules whose ``parse(text)`` reads exception messages and stand-alone lines.
 MESSAGE_PARSERS: tuple[ModuleType, ...] = (cuda_oom, nccl, torch_errors, oserror, elastic)
+#: A run's first METRIC_FULL metric lines are all read; after that, per 1 MiB chunk, only
+#: METRIC_SAMPLE are (see Extractor._candidates): steps_logged then counts the lines read.
+METRIC_FULL = 4096
+METRIC_SAMPLE = 48
+#: Lines that only repeat a rule pattern or a config echo are read this many times, then counted.
+REPEAT_LIMIT = 50
+#: Lines matching one message parser are read this many times per run (facts are capped anyway).
+MESSAGE_LIMIT = 2000
+#: A traceback that receives no line of its rank for this many lines is closed.
+BLOCK_IDLE_LINES = 200
 _EVIDENCE_FRAMES = 1
 _MAX_MESSAGE_EVIDENCE = 4
 _ELASTIC_WAIT_LINES = 4
@@ -72,6 +84,7 @@ class _Block:
     collector: traceback.TracebackCollector = field(default_factory=traceback.TracebackCollector)
     lines: list[LogLine] = field(default_factory=list)
     prefix: str = ""  # the shape of a per-line prefix in front of the traceback, if any
+    idle: int = 0  # lines of other ranks seen since this block's last line
 
 
 _TRACEBACK_HEADER = "Traceback (most recent call last):"
@@ -136,6 +149,7 @@ class Extractor:
         self.config: dict[str, Any] = {}
         self.attempt = 1
         self._attempt_has_content = False
+        self._seen: Counter[str] = Counter()
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -217,10 +231,10 @@ class Extractor:
     def _scan(
         self, state: _SourceState, buf: bytes, out: list[Finding], marker: str | None = None
     ) -> None:
-        hits = self.prefilter.scan(buf)
+        hits = self._candidates(buf)
         pos, index, size = 0, 0, len(buf)
         while pos < size:
-            if state.busy():
+            if state.busy():  # inside a block: every line, candidate or not
                 end = buf.find(b"\n", pos)
                 end = size if end < 0 else end
                 mask = 0
@@ -237,9 +251,50 @@ class Extractor:
             start, end, mask = hits[index]
             index += 1
             state.lineno += buf.count(b"\n", pos, start) + 1
-            self._line(state, buf[start:end], mask, out, marker)
+            if mask:
+                self._line(state, buf[start:end], mask, out, marker)
             pos = end + 1
         state.stats.lines = state.lineno
+
+    def _candidates(self, buf: bytes) -> list[tuple[int, int, int]]:
+        """The lines of ``buf`` worth reading, in order, with the consumers that want them.
+
+        The main prefilter finds the rare lines (errors, rule patterns, config, non-finite
+        metrics). Ordinary metric lines can be half of a log: a run's first METRIC_FULL of them
+        are all found; after that METRIC_SAMPLE per chunk are, evenly spaced plus the chunk's
+        last, which is plenty for trends over a bounded series. Lines that only repeat what a
+        consumer has seen enough of are dropped (see :meth:`_useful`).
+        """
+        lines = {end: (start, self._useful(mask)) for start, end, mask in self.prefilter.scan(buf)}
+        if self.series.points < METRIC_FULL:
+            metric_lines = _metric_prefilter().scan(buf)
+        else:
+            metric_lines = _sample_metric_lines(buf)
+        bit = self._bits.sampled_metrics
+        for start, end, _ in metric_lines:
+            known = lines.get(end)
+            lines[end] = (start, (known[1] if known else 0) | bit)
+        return [(start, end, mask) for end, (start, mask) in sorted(lines.items())]
+
+    def _useful(self, mask: int) -> int:
+        """``mask`` without the consumers that have seen enough lines like this one."""
+        bits = self._bits
+        useful = mask
+        if mask & bits.rules:
+            for bit, pid in bits.rule_bits(mask):
+                self._seen[pid] += 1
+                if self._seen[pid] > REPEAT_LIMIT:
+                    useful &= ~bit
+        if mask & bits.config:
+            self._seen["config"] += 1
+            if self._seen["config"] > REPEAT_LIMIT:
+                useful &= ~bits.config
+        if mask & bits.messages:
+            for module_bits, module in bits.module_bits(mask):
+                self._seen[module.__name__] += 1
+                if self._seen[module.__name__] > MESSAGE_LIMIT:
+                    useful &= ~module_bits
+        return useful
 
     def _line(
         self, state: _SourceState, raw: bytes, mask: int, out: list[Finding], marker: str | None
@@ -326,9 +381,17 @@ class Extractor:
             if line.text.startswith("===="):
                 state.elastic_wait, state.elastic_lines = 0, [line]
                 return True
+        for rank, other in state.blocks.items():
+            # Lines of other ranks interleave with a traceback; a block that hears nothing of
+            # its own rank for long is over (its rank died mid-print, or the prefix changed).
+            if rank != line.rank and other.collector.active:
+                other.idle += 1
+                if other.idle > BLOCK_IDLE_LINES:
+                    self._traceback_done(state, other, other.collector.finish(), out)
         block = state.blocks.get(line.rank)
         if block is None or not block.collector.active:
             return False
+        block.idle = 0
         text = line.text
         if block.prefix:
             # Loggers and job runners print their own prefix before every line of a traceback
@@ -421,30 +484,42 @@ class _BitMap:
     """Which prefilter bits belong to which consumer."""
 
     def __init__(self, prefilter: Prefilter, line_patterns: dict[str, str]) -> None:
-        def mask(names: Iterable[str]) -> int:
-            result = 0
-            for name in names:
-                result |= prefilter.bit(name)
-            return result
+        def mask(module: str, triggers: Iterable[str]) -> int:
+            return sum({prefilter.bit(_group(module, name)) for name in triggers})
 
-        self.traceback = mask(f"traceback:{n}" for n in traceback.TRIGGERS)
-        self.metrics = mask(f"metrics:{n}" for n in metrics.TRIGGERS)
-        self.loss_scale = mask(f"detectors:{n}" for n in detectors.TRIGGERS)
-        self.config = mask(f"config:{n}" for n in CONFIG_TRIGGERS)
+        self.traceback = mask("traceback", traceback.TRIGGERS)
+        self.metrics = mask("metrics", metrics.TRIGGERS)
+        # Ordinary metric lines come from their own filter (see Extractor._candidates); they
+        # get the bit just above the main prefilter's.
+        self.sampled_metrics = 1 << prefilter.size
+        self.metrics |= self.sampled_metrics
+        self.loss_scale = mask("detectors", detectors.TRIGGERS)
+        self.config = mask("config", CONFIG_TRIGGERS)
         self.records = self.traceback | self.metrics | self.config
-        self.attempts = mask(f"attempts:{n}" for n in attempts.TRIGGERS)
-        self._modules = [(mask(f"{_short(m)}:{n}" for n in m.TRIGGERS), m) for m in MESSAGE_PARSERS]
+        self.attempts = mask("attempts", attempts.TRIGGERS)
+        self._modules = [(mask(_short(m), m.TRIGGERS), m) for m in MESSAGE_PARSERS]
         self.messages = 0
         for bits, _ in self._modules:
             self.messages |= bits
         self._rules = [(prefilter.bit(pid), pid) for pid in line_patterns]
-        self.rules = mask(line_patterns)
+        self._rule_bits: dict[int, list[tuple[int, str]]] = {}
+        self.rules = sum(bit for bit, _ in self._rules)
 
     def modules(self, mask: int) -> list[ModuleType]:
         return [module for bits, module in self._modules if mask & bits]
 
+    def module_bits(self, mask: int) -> list[tuple[int, ModuleType]]:
+        return [(bits, module) for bits, module in self._modules if mask & bits]
+
     def rule_ids(self, mask: int) -> list[str]:
-        return [pid for bit, pid in self._rules if mask & bit]
+        return [pid for _, pid in self.rule_bits(mask)]
+
+    def rule_bits(self, mask: int) -> list[tuple[int, str]]:
+        found = self._rule_bits.get(mask & self.rules)  # few distinct masks recur: memoised
+        if found is None:
+            found = [(bit, pid) for bit, pid in self._rules if mask & bit]
+            self._rule_bits[mask & self.rules] = found
+        return found
 
 
 def _short(module: ModuleType) -> str:
@@ -458,10 +533,15 @@ def build_prefilter(line_patterns: dict[str, str]) -> Prefilter:
     """The combined prefilter of every parser trigger and rule pattern (cached per rule set)."""
     key = tuple(sorted(line_patterns.items()))
     if key not in _prefilters:
-        patterns: dict[str, str] = {}
+        # One pattern per consumer (an alternation of its triggers): the prefilter then reports
+        # a candidate line once per consumer that wants it, not once per trigger.
+        groups: dict[str, list[str]] = {}
         for module in (traceback, metrics, detectors, attempts, *MESSAGE_PARSERS):
-            patterns |= {f"{_short(module)}:{n}": rx for n, rx in module.TRIGGERS.items()}
-        patterns |= {f"config:{n}": rx for n, rx in CONFIG_TRIGGERS.items()}
+            for name, rx in module.TRIGGERS.items():
+                groups.setdefault(_group(_short(module), name), []).append(rx)
+        for name, rx in CONFIG_TRIGGERS.items():
+            groups.setdefault(_group("config", name), []).append(rx)
+        patterns = {name: "|".join(f"(?:{rx})" for rx in rxs) for name, rxs in groups.items()}
         patterns |= line_patterns
         _prefilters[key] = Prefilter(patterns)
     return _prefilters[key]
@@ -492,6 +572,46 @@ def _write_location(frames: list[traceback.Frame]) -> str | None:
         if pattern.search(recent):
             return hint
     return None
+
+
+@lru_cache(maxsize=1)
+def _metric_prefilter() -> Prefilter:
+    return Prefilter({"metric": metrics.METRIC_PATTERN})
+
+
+@lru_cache(maxsize=1)
+def _metric_re2() -> re2._Regexp:
+    return re2.compile(metrics.METRIC_PATTERN.encode())
+
+
+def _sample_metric_lines(buf: bytes) -> list[tuple[int, int, int]]:
+    """About METRIC_SAMPLE metric lines of ``buf``: the first at or after each of evenly spaced
+    offsets (each search bounded to its own stretch, so the whole costs one pass at most),
+    and the last one."""
+    pattern, size = _metric_re2(), len(buf)
+    step = max(size // METRIC_SAMPLE, 1)
+    found: dict[int, int] = {}
+    for offset in range(0, size, step):
+        match = pattern.search(buf, offset, min(offset + step, size))
+        if match:
+            start = buf.rfind(b"\n", 0, match.start()) + 1
+            end = buf.find(b"\n", match.start())
+            found[end if end >= 0 else size] = start
+    tail = max(0, size - 8192)
+    last = None
+    for last in pattern.finditer(buf, tail):  # noqa: B007 - only the last match is wanted
+        pass
+    if last is not None:
+        start = buf.rfind(b"\n", 0, last.start()) + 1
+        end = buf.find(b"\n", last.start())
+        found[end if end >= 0 else size] = start
+    return [(start, end, 1) for end, start in sorted(found.items())]
+
+
+def _group(module: str, trigger: str) -> str:
+    """The prefilter pattern a trigger belongs to: one per module, with non-finite metrics apart
+    (they must never be sampled away)."""
+    return f"{module}:{'nonfinite' if trigger == 'metric_nonfinite' else 'any'}"
 
 
 def _safe_parse(module: ModuleType, text: str) -> list[Draft]:

@@ -23,12 +23,19 @@ import math
 import re
 
 TRIGGERS = {
+    # Non-finite values are rare and must never be sampled away: the main prefilter finds them.
+    "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm)['\"]?\s*[:=]?\s*['\"]?[-+]?(?:nan|inf)",
+}
+#: What makes a line a metric line. Metric lines can be half of a log, so they are not part of
+#: the main prefilter: a run's first ones are all found, later ones sampled (see extract.py).
+METRIC_TRIGGERS = {
     "metric_loss": r"(?i)loss['\"]?\s*[:=]?\s*['\"]?\s*[-+]?(?:\d|\.\d|nan|inf)",
     "metric_grad_norm": r"(?i)grad[_ ]norm['\"]?\s*[:=]?\s*['\"]?[-+]?(?:\d|nan|inf)",
     "metric_ppl": r"(?i)\bppl\s*[:=]\s*\d",
     "metric_rate": r"\d(?:it/s|s/it)\b|\d ?(?:samples|tokens|tok)/s|SamplesPerSec=\d",
     "metric_memory": r"(?i)\b(?:mem(?:ory)?(?:_usage|_allocated|_reserved)?|gpu_mem|max_mem\w*|rss)\s*[:=]?\s*(?:cuda:\d+\s*)?\d+(?:\.\d+)?\s*(?:[KMGT]i?B|[MG]\b)",
 }
+METRIC_PATTERN = "|".join(f"(?:{rx})" for rx in METRIC_TRIGGERS.values())
 
 _NUMBER = r"[-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
 _PAIR = re.compile(

@@ -15,7 +15,11 @@ Both guarantee linear-time matching, so a hostile pattern or line cannot hang th
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
 
 try:  # pragma: no cover - which branch runs depends on the platform's wheels
     import hyperscan
@@ -43,6 +47,45 @@ def check_pattern(pattern: str) -> None:
         raise PatternError(str(error)) from None
 
 
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "crashcart"
+
+
+def _hyperscan_database(patterns: list[str]) -> Any:
+    """Compile (or load from the cache, since compiling takes a second) the Hyperscan database.
+
+    "The line contains p": extending every pattern to the end of its line makes Hyperscan report
+    each (pattern, line) once, at the line's end, however often p occurs in it (a tqdm line
+    redrawn with \r holds dozens of "loss="). A pattern with its own end anchor stays as written.
+    """
+    anchored = [(p if "$" in p else f"(?:{p})[^\n]*$").encode() for p in patterns]
+    key = hashlib.sha256(repr((hyperscan.__version__, anchored)).encode()).hexdigest()[:24]
+    cached = _cache_dir() / f"prefilter-{key}.hsdb"
+    try:
+        return hyperscan.loadb(cached.read_bytes())
+    except (OSError, hyperscan.error, ValueError, TypeError):
+        pass  # not cached yet, or from another platform: compile
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    try:
+        database.compile(
+            expressions=anchored,
+            ids=list(range(len(patterns))),
+            elements=len(patterns),
+            flags=[hyperscan.HS_FLAG_MULTILINE] * len(patterns),
+        )
+    except hyperscan.error as error:
+        raise PatternError(str(error)) from None
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(hyperscan.dumpb(database))
+        partial.replace(cached)
+    except OSError:
+        pass  # a read-only home: compile every time, still correct
+    return database
+
+
 class Prefilter:
     """A compiled set of named patterns scanned together over byte chunks."""
 
@@ -55,15 +98,7 @@ class Prefilter:
             check_pattern(pattern)
         self.engine = engine or ("hyperscan" if hyperscan is not None else "re2")
         if self.engine == "hyperscan":
-            self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-            try:
-                self._db.compile(
-                    expressions=[p.encode() for p in self._patterns],
-                    ids=list(range(len(self._patterns))),
-                    elements=len(self._patterns),
-                )
-            except hyperscan.error as error:
-                raise PatternError(str(error)) from None
+            self._db = _hyperscan_database(self._patterns)
         elif self.engine == "re2":
             alternation = "|".join(f"(?:{p})" for p in self._patterns)
             self._any = re2.compile(alternation.encode(), options=_re2_options())
@@ -79,6 +114,11 @@ class Prefilter:
                 yield self._names[index]
             mask >>= 1
             index += 1
+
+    @property
+    def size(self) -> int:
+        """How many patterns (mask bits) the prefilter has."""
+        return len(self._names)
 
     def bit(self, name: str) -> int:
         """The mask bit of the pattern called ``name``."""
@@ -96,26 +136,20 @@ class Prefilter:
 
     def _scan_hyperscan(self, buf: bytes) -> list[tuple[int, int, int]]:
         hits: list[tuple[int, int]] = []
-        self._db.scan(buf, match_event_handler=lambda i, _f, to, _fl, _c: hits.append((to, i)))
+        append = hits.append
+        self._db.scan(buf, match_event_handler=lambda i, _f, to, _fl, _c: append((to, i)))
         if not hits:
             return []
-        hits.sort()
-        lines: list[tuple[int, int, int]] = []
-        start = end = -1
-        mask = 0
+        # Every report ends at its line's end, in order; reports of one line share that end.
+        masks: dict[int, int] = {}
+        find = buf.find
         for to, index in hits:
-            if to > end:
-                if mask:
-                    lines.append((start, end, mask))
-                # The line is the one holding the match's last byte (a trailing \s may be the \n).
-                start = buf.rfind(b"\n", 0, to - 1) + 1
-                end = buf.find(b"\n", to - 1)
-                if end < 0:
-                    end = len(buf)
-                mask = 0
-            mask |= 1 << index
-        lines.append((start, end, mask))
-        return lines
+            if buf[to : to + 1] not in (b"\n", b""):  # a pattern that ends before its line does
+                to = find(b"\n", to)
+                to = len(buf) if to < 0 else to
+            masks[to] = masks.get(to, 0) | (1 << index)
+        rfind = buf.rfind
+        return [(rfind(b"\n", 0, end) + 1, end, mask) for end, mask in sorted(masks.items())]
 
     def _scan_re2(self, buf: bytes) -> list[tuple[int, int, int]]:
         lines: list[tuple[int, int, int]] = []

@@ -130,6 +130,11 @@ def memory_growth(name: str, points: list[Point]) -> Draft | None:
     downs = sum(b.value < a.value for a, b in itertools.pairwise(points))
     if first <= 0 or last - first < max(0.2 * first, 0.5) or ups < 3 * max(downs, 1):
         return None
+    # A cache filling during the first epoch and then flat is not a leak: the second half of the
+    # run must still carry a good share of the growth.
+    second_half = points[len(points) // 2 :]
+    if second_half[-1].value - second_half[0].value < 0.25 * (last - first):
+        return None
     fields = {
         "metric": name,
         "first_gib": round(first, 3),

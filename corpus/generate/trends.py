@@ -65,7 +65,7 @@ CASES = {
     "silence_then_timeout": ("trend_silence_then_timeout", "hang", "hang.silence", ["distributed_timeout"], "pytorch", "hard", "torchrun"),
     "healthy_noisy_warmup_restarts": ("healthy_noisy_warmup_restarts", "none", None, [], "pytorch", "hard", "python"),
     "healthy_converged_flat_tail": ("healthy_converged_flat_tail", "none", None, [], "pytorch", "hard", "python"),
-    "healthy_eval_progress_bars": ("healthy_eval_progress_bars", "none", None, [], "hf", "hard", "python"),
+    "healthy_eval_progress_bars": ("healthy_eval_progress_bars", "none", None, [], "pytorch", "hard", "python"),
 }
 
 p = argparse.ArgumentParser()
