@@ -22,6 +22,7 @@ from .engine.diagnose import Diagnoser, Hypothesis
 from .engine.diagnosis import Diagnosis
 from .engine.durable import RuleSession, line_pattern_id
 from .engine.rules import Rule, load_rules
+from .parsers.base import Draft
 from .parsers.extract import Extractor, Finding
 from .parsers.sources import Source, resolve
 
@@ -138,13 +139,33 @@ class Analyzer:
             del fact["sid"], fact["id"]
         return Report(inputs, stats, self.diagnoses(), dict(self.diagnoser.config), facts)
 
+    def probe(self, report: Report) -> Report:
+        """Run the probes of the report's top diagnoses; their verdicts become ``probe`` facts
+        of the run and move the diagnoses up (confirmed) or down (refuted)."""
+        from .engine.ranking import order
+        from .probing import probe_diagnoses
+
+        results = probe_diagnoses(report.diagnoses, report.config)
+        for result, diagnosis in zip(
+            results, [d for d in report.diagnoses if d.probe], strict=False
+        ):
+            fields = {key: result[key] for key in ("name", "status", "rule", "summary")}
+            evidence = diagnosis.evidence[-1:]
+            if evidence:
+                self.diagnoser.add(Finding(Draft("probe", fields), evidence, None))
+        report.diagnoses = order(report.diagnoses)
+        return report
+
     def close(self) -> None:
         """Release the run's state in the rules engine."""
         self.diagnoser.close()
 
 
-def analyze_sources(sources: list[Source], rulebase: RuleBase | None = None) -> Report:
-    """Read every source to its end as one run and report."""
+def analyze_sources(
+    sources: list[Source], rulebase: RuleBase | None = None, *, probe: bool = False
+) -> Report:
+    """Read every source to its end as one run and report; ``probe`` runs the top diagnoses'
+    probes and feeds their verdicts back (see :mod:`crashcart.probing`)."""
     analyzer = Analyzer(rulebase)
     try:
         for source in sources:
@@ -154,7 +175,10 @@ def analyze_sources(sources: list[Source], rulebase: RuleBase | None = None) -> 
             if source.name not in analyzer.extractor.stats():
                 analyzer.feed(source.name, b"", source.default_rank)  # empty input still counts
         analyzer.conclude()
-        return analyzer.report()
+        report = analyzer.report()
+        if probe:
+            report = analyzer.probe(report)
+        return report
     finally:
         analyzer.close()
 

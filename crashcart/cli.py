@@ -15,12 +15,24 @@ import click
 
 from . import __version__
 from .analyzer import RuleBase, analyze_sources
+from .engine.diagnosis import Diagnosis
 from .engine.rules import RuleError, RuleLoadError, shipped_rules_dir
 from .evaluate import CorpusError, evaluate, summary, to_json
+from .parsers.follow import DEFAULT_GLOBS
 from .parsers.sources import InputError, resolve
-from .report import make_console, render_eval, render_json, render_rule_results, render_text
+from .probes import probe_names, run_probe
+from .report import (
+    make_console,
+    render_diagnosis,
+    render_eval,
+    render_json,
+    render_probe,
+    render_rule_results,
+    render_text,
+)
 from .ruletools import healthy_logs, junit_xml, lint, rule_source, run_tests
 from .settings import SettingsError, load_settings
+from .watch import Watcher
 
 EXIT_CLEAN, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
@@ -77,12 +89,16 @@ def cli() -> None:
     type=click.Path(path_type=Path),
     help="Extra rule directory or file (repeatable); same id overrides a shipped rule.",
 )
+@click.option(
+    "--probe", "run_probes", is_flag=True, help="Run the top diagnoses' probes on this machine."
+)
 def analyze(
     paths: tuple[str, ...],
     as_json: bool,
     top: int | None,
     show_facts: bool,
     rule_dirs: tuple[Path, ...],
+    run_probes: bool,
 ) -> None:
     """Analyse PATHS as one run: files (plain or .gz), a run directory, or - for stdin."""
     try:
@@ -91,7 +107,7 @@ def analyze(
         fail(str(error))
     rulebase = load_rulebase(rule_dirs)
     try:
-        report = analyze_sources(sources, rulebase)
+        report = analyze_sources(sources, rulebase, probe=run_probes)
     except InputError as error:
         fail(str(error))
     if show_facts:
@@ -102,6 +118,123 @@ def analyze(
     else:
         render_text(report, make_console(), top)
     sys.exit(EXIT_FOUND if report.diagnoses else EXIT_CLEAN)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON Lines events, flushed at once.")
+@click.option("--poll", is_flag=True, default=None, help="Poll files instead of using file events.")
+@click.option(
+    "--glob",
+    "globs",
+    multiple=True,
+    help="File names to follow in directories (repeatable; default *.log *.txt *.out *.err).",
+)
+@click.option("--from-end", is_flag=True, help="Start at the end of existing files (like tail -f).")
+@click.option(
+    "--exec", "exec_command", help="Run this shell command for each new diagnosis, JSON on stdin."
+)
+@click.option(
+    "--exec-timeout",
+    type=click.FloatRange(min=0.1),
+    default=30.0,
+    show_default=True,
+    help="Seconds before an --exec command is stopped.",
+)
+@click.option(
+    "--hang-after",
+    type=click.FloatRange(min=0.1),
+    default=300.0,
+    show_default=True,
+    help="Minimum silence (seconds) before a stalled run is reported as a hang.",
+)
+@click.option(
+    "--rules",
+    "rule_dirs",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Extra rule directory or file (repeatable).",
+)
+def watch(
+    paths: tuple[str, ...],
+    as_json: bool,
+    poll: bool | None,
+    globs: tuple[str, ...],
+    from_end: bool,
+    exec_command: str | None,
+    exec_timeout: float,
+    hang_after: float,
+    rule_dirs: tuple[Path, ...],
+) -> None:
+    """Follow PATHS (files, run directories, or - for stdin) and report diagnoses live.
+
+    With no PATHS, stdin is read when it is a pipe. Each directory is one run. Exit codes as
+    analyze when stdin ends; Ctrl-C stops with a summary on stderr.
+    """
+    targets = [p for p in paths if p != "-"]
+    use_stdin = "-" in paths or (not paths and not sys.stdin.isatty())
+    if not targets and not use_stdin:
+        fail("nothing to watch: give files or directories, or pipe a log into stdin")
+    for target in targets:
+        if not Path(target).exists():
+            fail(f"no such file or directory: {target}")
+    rulebase = load_rulebase(rule_dirs)
+    console = make_console()
+
+    def render(position: int, diagnosis: Diagnosis, label: str) -> None:
+        console.print(f"-- {label}", style="dim", highlight=False)
+        render_diagnosis(console, position, diagnosis)
+
+    watcher = Watcher(
+        targets,
+        use_stdin=use_stdin,
+        rulebase=rulebase,
+        out=sys.stdout,
+        json_lines=as_json,
+        render=render,
+        poll=True if poll else None,
+        globs=globs or DEFAULT_GLOBS,
+        exec_command=exec_command,
+        exec_timeout=exec_timeout,
+        hang_after=hang_after,
+        from_start=not from_end,
+    )
+    sys.exit(watcher.run())
+
+
+@cli.command()
+@click.argument("name", required=False, type=click.Choice(probe_names()))
+@click.option(
+    "--for", "log", type=click.Path(path_type=Path), help="Probe the top diagnoses of this log."
+)
+@click.option("--context", "context_json", help="JSON context for a probe run by NAME.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def probe(name: str | None, log: Path | None, context_json: str | None, as_json: bool) -> None:
+    """Run probe NAME on this machine, or the probes of the top diagnoses of --for LOG."""
+    if (name is None) == (log is None):
+        fail("give a probe NAME or --for LOG (see crashcart probe --help)")
+    if name is not None:
+        try:
+            context = json.loads(context_json) if context_json else {}
+        except json.JSONDecodeError as error:
+            fail(f"--context is not valid JSON: {error}")
+        results = [run_probe(name, context).to_dict()]
+    else:
+        try:
+            report = analyze_sources(resolve(str(log)), load_rulebase(()), probe=True)
+        except InputError as error:
+            fail(str(error))
+        results = [d.probe for d in report.diagnoses if d.probe]
+        if not results:
+            click.echo("no diagnosis of this log names a probe", err=True)
+    if as_json:
+        click.echo(json.dumps(results, indent=2))
+    else:
+        console = make_console()
+        for result in results:
+            render_probe(console, result)
+    statuses = {r["status"] for r in results}
+    sys.exit(EXIT_FOUND if "confirmed" in statuses else EXIT_CLEAN)
 
 
 @cli.command("eval")

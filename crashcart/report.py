@@ -89,10 +89,23 @@ def render_diagnosis(console: Console, number: int, diagnosis: Diagnosis) -> Non
                 console.print(Text(f"        {line}"))
             if fix.get("note"):
                 console.print(Text(f"        {fix['note']}", style="dim"))
+    if diagnosis.probe:
+        render_probe(console, diagnosis.probe, indent="   ")
     if diagnosis.explains:
         console.print(Text(f"   explains: {', '.join(diagnosis.explains)}", style="dim"))
     console.print(Text(f"   ranked by: {diagnosis.reason}", style="dim"))
     console.print()
+
+
+_PROBE_STYLES = {"confirmed": "bold green", "refuted": "bold red", "unavailable": "dim"}
+
+
+def render_probe(console: Console, result: dict[str, Any], indent: str = "") -> None:
+    """One probe result: its verdict and its one-sentence summary."""
+    line = Text(f"{indent}probe {result['name']}: ")
+    line.append(result["status"], style=_PROBE_STYLES.get(result["status"], "yellow"))
+    line.append(f" ({result.get('seconds', 0):.1f} s) {result.get('summary', '')}")
+    console.print(line)
 
 
 def render_text(report: Report, console: Console, top: int | None = None) -> None:

@@ -104,6 +104,21 @@ class Diagnoser:
             touched.append(hypothesis)
         return touched
 
+    def retract(self, kind: str) -> bool:
+        """Withdraw every fact of ``kind`` and the hypotheses built on them (a live suspicion
+        that no longer holds, such as a hang whose progress resumed); True if any was held."""
+        gone = {seq for seq, fact in self.facts.items() if fact.kind == kind}
+        for seq in gone:
+            fact = self.facts.pop(seq)
+            self.session.retract_fact(fact.to_engine(self.sid))
+            self._per_kind[kind] -= 1
+        for rule_id, hypothesis in list(self.hypotheses.items()):
+            hypothesis.matches = [m for m in hypothesis.matches if not gone & {f.seq for f in m}]
+            if not hypothesis.matches:
+                del self.hypotheses[rule_id]
+        self._signatures = {s for s in self._signatures if s[0] != kind}
+        return bool(gone)
+
     def close(self) -> None:
         """Release the run's facts in the engine."""
         for fact in self.facts.values():
@@ -164,6 +179,7 @@ class Diagnoser:
             probe_name=rule.probe,
             first_seq=best.first_seq,
             attempts=attempts,
+            fields=fields,
         )
 
     def _fields(self, rule: Rule, facts: list[Fact]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ class Diagnosis:
     probe_name: str | None = None
     probe: dict[str, Any] | None = None
     fingerprint: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict, repr=False)  # of the facts it matched
     attempts: list[int] = field(default_factory=list)
     first_seq: int = 0
 

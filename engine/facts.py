@@ -194,6 +194,12 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "last_progress": "the last progress line",
         "step": "last step logged",
     },
+    "probe": {
+        "name": "the probe that ran",
+        "status": "confirmed | refuted | inconclusive | unavailable",
+        "rule": "the rule whose diagnosis it tested",
+        "summary": "what it found, in one sentence",
+    },
     "config": {
         "key": "framework | micro_batch | grad_accum | lr | max_grad_norm | precision | fp16"
         " | bf16 | gradient_checkpointing | alloc_conf | world_size",

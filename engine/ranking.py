@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from .diagnosis import Diagnosis
 from .facts import Fact
@@ -113,6 +114,21 @@ def unrecognised(
             first_seq=fact.seq,
         )
     return list(found.values())
+
+
+PROBE_CONFIRMED_BONUS = 0.1
+PROBE_REFUTED_FACTOR = 0.5
+
+
+def apply_probe(diagnosis: Diagnosis, result: dict[str, Any]) -> None:
+    """A probe's verdict: confirmed diagnoses rank up, refuted ones down."""
+    diagnosis.probe = result
+    if result["status"] == "confirmed":
+        diagnosis.confidence = min(0.99, diagnosis.confidence + PROBE_CONFIRMED_BONUS)
+        diagnosis.reason += f"; confirmed by the {result['name']} probe"
+    elif result["status"] == "refuted":
+        diagnosis.confidence *= PROBE_REFUTED_FACTOR
+        diagnosis.reason += f"; refuted by the {result['name']} probe"
 
 
 def order(results: list[Diagnosis]) -> list[Diagnosis]:

@@ -89,6 +89,7 @@ class SeriesTracker:
         self.points = 0
         self.last_step: float | None = None
         self.last_time: float | None = None
+        self.last_line: LogLine | None = None
         self._reported: set[str] = set()
         self._overflows = 0
         self._first_scale: float | None = None
@@ -98,6 +99,8 @@ class SeriesTracker:
     ) -> list[Draft]:
         """Take one metric line's values; return the drafts of anything that just happened."""
         self.points += 1
+        if line is not None:
+            self.last_line = line
         if "step" in metrics:
             self.last_step = metrics["step"]
         drafts = []

@@ -1,0 +1,576 @@
+"""Follow log files by name, like ``tail -F``, for ``crashcart watch`` and the TUI.
+
+A :class:`Follower` watches files and directories and hands out, in order, the bytes appended to
+each followed file (:class:`Data`) and the things a person should be told (:class:`Notice`):
+a file opened, truncated, rotated, deleted or re-created, or an error.
+
+How it follows a name
+    One reader thread owns every descriptor. For each followed name it keeps a short chain of
+    open descriptors: the file now at the name last, files that were renamed away or deleted
+    before it. It reads only the head of the chain. A file that left its name (rotation,
+    deletion) stays the head for ``drain_seconds`` more, because a writer that has not reopened
+    its log keeps writing to the old descriptor (``tail -F`` loses those lines); its bytes are
+    reported under the name, before any byte of the file that replaced it. A file whose size
+    falls below the offset read so far was truncated (also ``copytruncate``): reading starts
+    again at byte 0, and a notice says so. Offsets are kept per descriptor and every read is a
+    ``pread`` at that offset, so no byte is read twice or skipped.
+
+When it looks
+    With inotify (watchdog's native observer), a change event wakes the reader at once; a safety
+    tick re-checks every file and re-scans directories each second anyway, because watchdog
+    reports a truncation only as a modification and events can be lost (queue overflow). Where
+    events cannot be trusted (``poll=True``, an observer that fails to start, such as when the
+    inotify watch limit is reached, or a target on a network filesystem, where changes made by
+    other machines raise no event) the tick runs every ``poll_interval`` instead.
+
+Bounds (memory stays flat however fast or long a log grows)
+    - the output queue holds at most ``QUEUE_ITEMS`` events, each at most ``read_size`` bytes;
+      a full queue blocks the reader (back-pressure) instead of dropping bytes;
+    - per followed name: a few integers and at most ``MAX_CHAIN`` open descriptors;
+    - at most ``MAX_FILES`` names are followed; further ones get one error notice;
+    - nothing is decoded and no per-line object is made: bytes are passed through as read
+      (invalid UTF-8 and binary too), and lines are only counted.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import queue
+import stat
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers.api import BaseObserver
+
+DEFAULT_GLOBS = ("*.log", "*.txt", "*.out", "*.err")
+QUEUE_ITEMS = 64  # with the default read size: at most 64 MiB waiting for the consumer
+MAX_CHAIN = 4  # descriptors per name: the current file and up to three still being drained
+MAX_FILES = 1024  # names followed at once; each holds at least one descriptor
+SAFETY_TICK = 1.0  # seconds between full re-checks when change events are trusted
+READS_PER_PASS = 8  # chunks read from one file before giving the others a turn
+
+# Filesystems where inotify does not see changes made by other machines (or by the host of a VM).
+NETWORK_FILESYSTEMS = frozenset(
+    {
+        "nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "ncpfs", "afs", "9p", "virtiofs",
+        "lustre", "gpfs", "beegfs", "ceph", "glusterfs", "vboxsf", "prl_fs", "vmhgfs",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Data:
+    """Bytes read from a followed file, in order, never overlapping, under the name followed."""
+
+    path: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something a person should be told about a followed file."""
+
+    path: str
+    what: str  # "opened" | "truncated" | "rotated" | "deleted" | "recreated" | "error"
+    detail: str
+
+
+@dataclass(frozen=True)
+class FileStats:
+    """What was delivered for one name: bytes, newlines, and how often it started over."""
+
+    bytes: int = 0
+    lines: int = 0
+    truncations: int = 0
+    rotations: int = 0  # the name moved to another file: rotation, or deletion and re-creation
+
+
+@dataclass
+class _Handle:
+    """One open file: its identity, how far it was read, and since when it left the name."""
+
+    fd: int
+    ident: tuple[int, int]  # (st_dev, st_ino)
+    offset: int
+    how: str  # the notice to give when reading it starts: "opened" | "rotated" | "recreated"
+    detail: str
+    announced: bool = False
+    left_at: float | None = None  # monotonic time it stopped being the file at the name
+    after_leaving: int = 0  # bytes read after it left the name
+
+
+@dataclass
+class _File:
+    """A followed name."""
+
+    path: str  # as reported: the target given, or target/relative for a directory's files
+    absolute: str
+    chain: deque[_Handle] = field(default_factory=deque)  # oldest first; at most MAX_CHAIN
+    opened: bool = False  # a file was ever opened at this name
+    gone: bool = False  # the name was seen missing since its last file was opened
+    error: str | None = None  # the last error told, so a lasting error is told once
+    bytes: int = 0
+    lines: int = 0
+    truncations: int = 0
+    rotations: int = 0
+
+
+def filesystem_type(path: str | Path) -> str | None:
+    """The type of the filesystem holding ``path`` (Linux ``/proc/self/mountinfo``), if known."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as mounts:
+            lines = mounts.readlines()
+    except OSError:
+        return None
+    real = os.path.realpath(path)
+    best, best_type = "", None
+    for line in lines:
+        before, _, after = line.partition(" - ")
+        fields = before.split()
+        if len(fields) < 5 or not after:
+            continue
+        # Mount points escape spaces and other odd characters as octal (\040).
+        mount = fields[4].encode().decode("unicode_escape")
+        inside = real == mount or real.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) >= len(best):
+            best, best_type = mount, after.split()[0]
+    return best_type
+
+
+def _is_network(path: str | Path) -> bool:
+    fstype = filesystem_type(path) or ""
+    return fstype in NETWORK_FILESYSTEMS or fstype.startswith("fuse.")  # sshfs, s3fs, gcsfuse...
+
+
+def _under(path: str, directory: str) -> bool:
+    return path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+class Follower:
+    """Follow files and directories by name; see the module docstring for how and what it costs.
+
+    ``targets`` are files and/or directories (a directory: every file under it whose name
+    matches ``globs``, now and later). A file target need not exist yet. ``poll=None`` uses
+    change events where they work, else polling every ``poll_interval`` seconds; after
+    :meth:`start`, ``mode`` ("events" or "polling") and ``mode_reason`` say which and why.
+    ``from_start`` reads files present at :meth:`start` from their first byte (``tail -n +1
+    -F``); otherwise from their end. Files that appear later are always read from the start.
+    """
+
+    def __init__(
+        self,
+        targets: Sequence[str | Path],
+        *,
+        globs: Sequence[str] = DEFAULT_GLOBS,
+        poll: bool | None = None,
+        poll_interval: float = 0.2,
+        from_start: bool = True,
+        drain_seconds: float = 5.0,
+        read_size: int = 1 << 20,
+    ) -> None:
+        self._targets = [str(t) for t in targets]
+        self._globs = tuple(globs)
+        self._poll = poll
+        self._poll_interval = poll_interval
+        self._from_start = from_start
+        self._drain = drain_seconds
+        self._read_size = read_size
+        self._queue: queue.Queue[Data | Notice] = queue.Queue(maxsize=QUEUE_ITEMS)
+        self._files: dict[str, _File] = {}  # by absolute path; only the reader thread adds
+        self._dirs: dict[str, str] = {}  # absolute directory -> the target as given
+        self._aliases: dict[tuple[int, int], str] = {}  # held file -> its new name in a directory
+        self._lock = threading.Lock()  # guards _files, the counters and _pending
+        self._wake = threading.Event()
+        self._pending: set[str] = set()  # absolute paths that events mentioned
+        self._rescan = False
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._observer: BaseObserver | None = None
+        self._too_many_told = False
+        self.mode = "polling"
+        self.mode_reason = "not started"
+
+    # The public interface.
+
+    def start(self) -> None:
+        """Find the files, take the starting offsets, and start following."""
+        if self._thread is not None:
+            return
+        for target in self._targets:
+            absolute = os.path.abspath(target)
+            if os.path.isdir(absolute):
+                self._dirs[absolute] = target
+            else:
+                self._add(absolute, target)
+        # Offsets are taken now, in the caller's thread, so that "from the end" means the end
+        # at start(): whatever is written after start() returns is delivered.
+        self._scan_dirs()
+        for file in list(self._files.values()):
+            self._open_current(file, initial=True)
+        self._start_observer()
+        self._thread = threading.Thread(target=self._run, name="crashcart-follow", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop following, join the threads and close every descriptor; safe to call twice."""
+        self._stopping.set()
+        self._wake.set()
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join()
+            self._observer = None
+        if self._thread is not None:
+            self._thread.join()
+        for file in self._files.values():
+            while file.chain:
+                os.close(file.chain.popleft().fd)
+
+    def get(self, timeout: float | None = None) -> Data | Notice | None:
+        """The next event, or None when none comes within ``timeout`` seconds."""
+        try:
+            return self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def __iter__(self) -> Iterator[Data | Notice]:
+        """Events as they come, until :meth:`stop` is called and the queue is empty."""
+        while True:
+            item = self.get(timeout=0.1)
+            if item is not None:
+                yield item
+            elif self._stopping.is_set():
+                return
+
+    def stats(self) -> dict[str, FileStats]:
+        """Per name: the bytes and lines delivered, and the truncations and rotations seen."""
+        with self._lock:
+            return {
+                f.path: FileStats(f.bytes, f.lines, f.truncations, f.rotations)
+                for f in self._files.values()
+            }
+
+    def __enter__(self) -> Follower:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    # Choosing how to be woken.
+
+    def _start_observer(self) -> None:
+        if self._poll:
+            self.mode, self.mode_reason = "polling", "polling was asked for"
+            return
+        from watchdog.observers import Observer
+        from watchdog.observers.polling import PollingObserver
+
+        if Observer is PollingObserver:
+            # Watchdog's own fallback would poll too; our tick does the same with less work.
+            self.mode, self.mode_reason = "polling", "no native file events on this platform"
+            return
+        parents = {os.path.dirname(f.absolute) for f in self._files.values()}
+        network = [p for p in [*self._dirs, *parents] if _is_network(p)]
+        if network and self._poll is None:
+            fstype = filesystem_type(network[0])
+            self.mode = "polling"
+            self.mode_reason = f"{network[0]} is on a network filesystem ({fstype})"
+            return
+        handler = _Wake(self)
+        observer = Observer()
+        try:
+            for directory in self._dirs:
+                observer.schedule(handler, directory, recursive=True)
+            # A file is watched through its directory, so that a new file at its name is seen.
+            for parent in parents - set(self._dirs):
+                if os.path.isdir(parent):
+                    observer.schedule(handler, parent, recursive=False)
+            observer.start()
+        except OSError as error:  # e.g. the inotify watch or instance limit is reached
+            observer.stop()
+            self.mode = "polling"
+            self.mode_reason = f"file events unavailable ({error.strerror or error})"
+            return
+        self._observer = observer
+        self.mode, self.mode_reason = "events", f"{type(observer).__name__} events"
+
+    def _notify(self, paths: Sequence[str], rescan: bool) -> None:
+        """Called from the observer's thread: note what changed and wake the reader."""
+        with self._lock:
+            self._pending.update(paths)
+            self._rescan = self._rescan or rescan
+        self._wake.set()
+
+    # The reader thread.
+
+    def _run(self) -> None:
+        last_full = float("-inf")
+        tick = 0.0
+        more: set[str] = set()  # files that had more to read than one pass takes
+        while not self._stopping.is_set():
+            self._wake.clear()  # before looking, so that an event arriving meanwhile is kept
+            with self._lock:
+                pending, self._pending = self._pending, set()
+                rescan, self._rescan = self._rescan, False
+            try:
+                if time.monotonic() - last_full >= tick:
+                    last_full = time.monotonic()
+                    self._scan_dirs()
+                    more = self._check_all(list(self._files))
+                else:
+                    if rescan:
+                        self._scan_dirs()
+                    for path in pending - self._files.keys():
+                        if self._wanted(path):
+                            self._add(path, self._display(path))
+                    more = self._check_all([p for p in pending | more if p in self._files])
+            except Exception as error:  # never let the thread die: say so and go on
+                self._tell_error(None, f"follower error: {error!r}")
+                more = set()
+            # A file being drained raises no event at its name: look at it often.
+            draining = any(f.chain and f.chain[0].left_at is not None for f in self._files.values())
+            tick = self._poll_interval if self.mode == "polling" or draining else SAFETY_TICK
+            if not more:
+                self._wake.wait(max(0.0, tick - (time.monotonic() - last_full)))
+
+    def _check_all(self, paths: Sequence[str]) -> set[str]:
+        """Check the files; return those with more to read right away."""
+        more = set()
+        for path in paths:
+            if self._stopping.is_set():
+                break
+            file = self._files[path]
+            try:
+                if self._check(file):
+                    more.add(path)
+            except OSError as error:
+                self._tell_error(file, f"cannot read {file.path}: {error.strerror or error}")
+        return more
+
+    def _check(self, file: _File) -> bool:
+        """Follow the name, then read the head of the chain; True when more is waiting."""
+        now = time.monotonic()
+        self._follow_name(file, now)
+        while file.chain:
+            head = file.chain[0]
+            if not head.announced:
+                head.announced = True
+                self._emit(Notice(file.path, head.how, head.detail))
+            if self._read(file, head):
+                return True
+            if head.left_at is None or now - head.left_at < self._drain:
+                break
+            # Drained for long enough: the next file at the name takes over.
+            self._release(head)
+            file.chain.popleft()
+            if file.chain and head.after_leaving:
+                file.chain[0].detail += (
+                    f" ({head.after_leaving} bytes written to the old file after it was "
+                    "replaced were read first)"
+                )
+        file.error = None
+        return False
+
+    def _follow_name(self, file: _File, now: float) -> None:
+        """Compare the name with the newest file held: deleted, replaced, or still the same."""
+        last = file.chain[-1] if file.chain else None
+        try:
+            st = os.stat(file.absolute)
+        except FileNotFoundError:
+            if last is not None and last.left_at is None:
+                if last is file.chain[0]:
+                    self._read(file, last, limit=None)  # what it held comes before the notice
+                last.left_at = now
+                # Still linked somewhere: renamed away, the first half of a rotation, which is
+                # told when the new file appears. Otherwise it was deleted.
+                if os.fstat(last.fd).st_nlink == 0:
+                    file.gone = True
+                    self._emit(Notice(file.path, "deleted", self._leaving("was deleted")))
+            return
+        if last is not None and (st.st_dev, st.st_ino) == last.ident:
+            last.left_at = None  # still there, or renamed back
+            return
+        if last is not None and last.left_at is None:
+            last.left_at = now
+        self._open_current(file)
+
+    def _open_current(self, file: _File, initial: bool = False) -> None:
+        """Open the file now at the name, behind the ones still being drained."""
+        try:
+            fd = os.open(file.absolute, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            self._tell_error(file, f"cannot open {file.path}: {error.strerror or error}")
+            return
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            return
+        offset = st.st_size if initial and not self._from_start else 0
+        if not file.opened:
+            how, detail = "opened", f"following {file.path} from byte {offset}"
+        elif file.gone:
+            how, detail = "recreated", f"{file.path} was created again; reading it from the start"
+        else:
+            how, detail = (
+                "rotated",
+                f"{file.path} is a new file (rotated); reading it from the start",
+            )
+        if file.opened:
+            with self._lock:
+                file.rotations += 1
+        file.opened, file.gone = True, False
+        file.chain.append(_Handle(fd, (st.st_dev, st.st_ino), offset, how, detail))
+        # Bounded: when rotations pile up faster than the drain window, finish the oldest now.
+        while len(file.chain) > MAX_CHAIN:
+            oldest = file.chain[0]
+            if not oldest.announced:
+                oldest.announced = True
+                self._emit(Notice(file.path, oldest.how, oldest.detail))
+            self._read(file, oldest, limit=None)
+            self._release(oldest)
+            file.chain.popleft()
+
+    def _read(self, file: _File, handle: _Handle, limit: int | None = READS_PER_PASS) -> bool:
+        """Deliver what the handle's file holds past its offset; True when more is waiting."""
+        size = os.fstat(handle.fd).st_size
+        if size < handle.offset:
+            with self._lock:
+                file.truncations += 1
+            detail = f"file shrank from {handle.offset} to {size} bytes; reading from the start"
+            self._emit(Notice(file.path, "truncated", detail))
+            handle.offset = 0
+        reads = 0
+        while handle.offset < size and (limit is None or reads < limit):
+            chunk = os.pread(handle.fd, min(self._read_size, size - handle.offset), handle.offset)
+            if not chunk or not self._emit(Data(file.path, chunk), file):
+                return False  # truncated since fstat (the next look says so), or stopping
+            handle.offset += len(chunk)
+            if handle.left_at is not None:
+                handle.after_leaving += len(chunk)
+            reads += 1
+        return handle.offset < size
+
+    def _release(self, handle: _Handle) -> None:
+        """Close a drained file, or hand it on if it was renamed to a name we also follow.
+
+        Called while the handle is still in its chain, so that a scan records the new name
+        as an alias instead of following it from byte 0.
+        """
+        if self._dirs:
+            self._scan_dirs()  # records the file's new name if it has one in a directory
+        alias = self._aliases.pop(handle.ident, None)
+        if alias is not None and alias not in self._files:
+            try:
+                st = os.stat(alias)
+            except OSError:
+                st = None
+            if st is not None and (st.st_dev, st.st_ino) == handle.ident:
+                file = self._add(alias, self._display(alias))
+                if file is not None:
+                    # It goes on from where it was read to: its bytes are not delivered twice.
+                    file.opened = True
+                    handle.left_at, handle.announced, handle.how = None, False, "opened"
+                    handle.detail = (
+                        f"following {file.path} from byte {handle.offset}: it was renamed "
+                        "from a followed name, under which its earlier bytes were delivered"
+                    )
+                    file.chain.append(handle)
+                    return
+        os.close(handle.fd)
+
+    def _emit(self, item: Data | Notice, file: _File | None = None) -> bool:
+        """Queue an event, waiting while the queue is full; False when stopped meanwhile."""
+        while not self._stopping.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+            except queue.Full:
+                continue
+            if file is not None and isinstance(item, Data):
+                with self._lock:
+                    file.bytes += len(item.data)
+                    file.lines += item.data.count(b"\n")
+            return True
+        return False
+
+    def _leaving(self, what: str) -> str:
+        if self._drain <= 0:
+            return f"the file {what}"
+        return f"the file {what}; still reading what is written to it for {self._drain:g} s"
+
+    def _tell_error(self, file: _File | None, detail: str) -> None:
+        if file is not None:
+            if file.error == detail:
+                return
+            file.error = detail
+        self._emit(Notice(file.path if file else "", "error", detail))
+
+    # Which files to follow.
+
+    def _scan_dirs(self) -> None:
+        for directory in self._dirs:
+            for root, _dirs, names in os.walk(directory):
+                for name in names:
+                    path = os.path.join(root, name)
+                    if path not in self._files and self._wanted(path):
+                        self._add(path, self._display(path))
+
+    def _wanted(self, absolute: str) -> bool:
+        name = os.path.basename(absolute)
+        if not any(fnmatch.fnmatchcase(name, glob) for glob in self._globs):
+            return False
+        if not any(_under(absolute, d) for d in self._dirs):
+            return False
+        try:
+            st = os.stat(absolute)
+        except OSError:
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        # A file renamed inside a watched directory (run.log -> run.1.log) that we still read
+        # under its old name: following it from byte 0 would deliver its bytes twice. It is
+        # handed on, with its offset, when its old name is done with it (see _release).
+        ident = (st.st_dev, st.st_ino)
+        if any(h.ident == ident for f in self._files.values() for h in f.chain):
+            if len(self._aliases) < MAX_FILES:
+                self._aliases[ident] = absolute
+            return False
+        return True
+
+    def _display(self, absolute: str) -> str:
+        for directory, target in self._dirs.items():
+            if _under(absolute, directory):
+                return os.path.join(target, os.path.relpath(absolute, directory))
+        return absolute
+
+    def _add(self, absolute: str, display: str) -> _File | None:
+        if len(self._files) >= MAX_FILES:
+            if not self._too_many_told:
+                self._too_many_told = True
+                detail = f"not following {display}: already following {MAX_FILES} files"
+                self._emit(Notice(display, "error", detail))
+            return None
+        file = _File(display, absolute)
+        with self._lock:
+            self._files[absolute] = file
+        return file
+
+
+class _Wake(FileSystemEventHandler):
+    """Watchdog event handler: an event only wakes the reader thread, which does all reading."""
+
+    def __init__(self, follower: Follower) -> None:
+        self._follower = follower
+
+    def dispatch(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return  # our own opens of the files would wake us for nothing
+        paths = [os.fsdecode(p) for p in (event.src_path, event.dest_path) if p]
+        self._follower._notify(paths, rescan=event.is_directory)
