@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_LOG := rules/examples/cuda_oom/fragmentation.log
 
-.PHONY: demo test lint bench clean generated
+.PHONY: demo test lint bench clean generated tmux
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,11 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: lint
+# The TUI's end-to-end test needs tmux; it is skipped (with the reason) where it cannot be had.
+tmux:
+	@command -v tmux >/dev/null 2>&1 || (apt-get install -y -qq tmux >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null 2>&1) || echo "tmux not installed: the TUI end-to-end test will be skipped")
+
+test: lint tmux
 	$(BIN)/python -m pytest -q
 	$(BIN)/crashcart rules lint
 	$(BIN)/crashcart rules test --healthy corpus

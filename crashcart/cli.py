@@ -203,6 +203,23 @@ def watch(
 
 
 @cli.command()
+@click.argument("directory", default=".")
+@click.option("--poll", is_flag=True, default=None, help="Poll files instead of using file events.")
+@click.option(
+    "--glob",
+    multiple=True,
+    help="File names to follow (repeatable; default *.log *.txt *.out *.err).",
+)
+def tui(directory: str, poll: bool | None, glob: tuple[str, ...]) -> None:
+    """Watch DIRECTORY (default: here) in a terminal UI: runs, diagnoses, evidence, fixes."""
+    if not Path(directory).is_dir():
+        fail(f"no such directory: {directory}")
+    from .tui import run_tui  # Textual loads only for this command
+
+    run_tui(directory, poll=True if poll else None, globs=glob or DEFAULT_GLOBS)
+
+
+@cli.command()
 @click.argument("name", required=False, type=click.Choice(probe_names()))
 @click.option(
     "--for", "log", type=click.Path(path_type=Path), help="Probe the top diagnoses of this log."

@@ -175,3 +175,46 @@ def render_eval(results: list[CaseResult], console: Console) -> None:
         for miss in entry.misses:
             predicted = ", ".join(miss.predicted[:3]) or "nothing"
             console.print(f"miss {miss.name}: expected {miss.expected}, got {predicted}")
+
+
+def render_markdown(diagnoses: list[Diagnosis], run_name: str) -> str:
+    """A Markdown report of one run: per diagnosis its title, confidence, summary, the evidence
+    as a code block of ``file:line`` lines, and the fixes with their copy-pastable lines."""
+    out = [f"# crashcart report: {run_name}", ""]
+    if not diagnoses:
+        out += ["No problem found: the log looks healthy.", ""]
+    for number, diagnosis in enumerate(diagnoses, 1):
+        out.append(f"## {number}. {diagnosis.title}")
+        out.append("")
+        facts = [f"**{diagnosis.category}**", f"confidence {diagnosis.confidence:.2f}"]
+        if diagnosis.ranks:
+            facts.append(f"ranks {ranges(diagnosis.ranks)}")
+        if diagnosis.probe:
+            facts.append(f"probe {diagnosis.probe['name']}: {diagnosis.probe['status']}")
+        out += [" · ".join(facts), "", diagnosis.summary, ""]
+        if diagnosis.explained_by:
+            out += [f"A symptom of {diagnosis.explained_by}.", ""]
+        if diagnosis.evidence:
+            out += ["### Evidence", "", "```text"]
+            for line in diagnosis.evidence:
+                text = line.text.replace("```", "'''")
+                out.append(f"{line.location()}: {text}")
+            out += ["```", ""]
+        if diagnosis.fixes:
+            out += ["### Fix", ""]
+            for index, fix in enumerate(diagnosis.fixes, 1):
+                out.append(f"{index}. {fix['title']}")
+                if fix.get("change"):
+                    out.append(f"   ({fix['change']})")
+                lines = fix_lines(fix)
+                if lines:
+                    language = "sh" if fix.get("env") or fix.get("command") else ""
+                    out += ["", f"   ```{language}"]
+                    out += [f"   {line}".rstrip() for line in lines]
+                    out.append("   ```")
+                if fix.get("note"):
+                    out += ["", f"   {fix['note']}"]
+                out.append("")
+        if diagnosis.explains:
+            out += [f"Explains: {', '.join(diagnosis.explains)}.", ""]
+    return "\n".join(out).rstrip() + "\n"

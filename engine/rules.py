@@ -107,7 +107,10 @@ def _loader_for(path: str) -> type[yaml.SafeLoader]:
     def mark(node: yaml.Node) -> Mark:
         return Mark(path, node.start_mark.line + 1, node.start_mark.column + 1)
 
-    class Loader(yaml.SafeLoader):
+    # The C parser where PyYAML has it (several times faster); our constructor adds the marks.
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[valid-type,misc]
         def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> _Dict:
             result = _Dict()
             result.mark, result.key_marks, result.value_marks = mark(node), {}, {}

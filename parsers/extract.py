@@ -43,8 +43,8 @@ from .prefilter import Prefilter
 MESSAGE_PARSERS: tuple[ModuleType, ...] = (cuda_oom, nccl, torch_errors, oserror, elastic)
 #: A run's first METRIC_FULL metric lines are all read; after that, per 1 MiB chunk, only
 #: METRIC_SAMPLE are (see Extractor._candidates): steps_logged then counts the lines read.
-METRIC_FULL = 4096
-METRIC_SAMPLE = 48
+METRIC_FULL = 2048
+METRIC_SAMPLE = 24
 #: Lines that only repeat a rule pattern or a config echo are read this many times, then counted.
 REPEAT_LIMIT = 50
 #: Lines matching one message parser are read this many times per run (facts are capped anyway).
@@ -141,15 +141,17 @@ class Extractor:
 
     def __init__(self, line_patterns: dict[str, str] | None = None) -> None:
         self.line_patterns = dict(line_patterns or {})
-        self.prefilter = build_prefilter(self.line_patterns)
+        self.prefilter = build_prefilter()
+        self.rule_prefilter = build_rule_prefilter(self.line_patterns)
         self._rule_regexes = {pid: re2.compile(rx) for pid, rx in self.line_patterns.items()}
-        self._bits = _BitMap(self.prefilter, self.line_patterns)
+        self._bits = _BitMap(self.prefilter, self.rule_prefilter)
         self._sources: dict[str, _SourceState] = {}
         self.series = detectors.SeriesTracker()
         self.config: dict[str, Any] = {}
         self.attempt = 1
         self._attempt_has_content = False
         self._seen: Counter[str] = Counter()
+        self._exhausted: set[int] = set()
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -181,7 +183,7 @@ class Extractor:
         else:
             state.pending = rest
         if cut:
-            self._scan(state, memoryview(buf)[:cut].tobytes() if cut < len(buf) else buf, out)
+            self._scan(state, buf, out, limit=cut)
         return out
 
     def finish(self, source: str | None = None) -> list[Finding]:
@@ -229,10 +231,18 @@ class Extractor:
     # -- scanning ------------------------------------------------------------------------
 
     def _scan(
-        self, state: _SourceState, buf: bytes, out: list[Finding], marker: str | None = None
+        self,
+        state: _SourceState,
+        buf: bytes,
+        out: list[Finding],
+        marker: str | None = None,
+        limit: int | None = None,
     ) -> None:
-        hits = self._candidates(buf)
-        pos, index, size = 0, 0, len(buf)
+        """Read the whole lines of ``buf[:limit]`` (the rest is a partial line kept for later;
+        slicing it off would copy the chunk)."""
+        size = len(buf) if limit is None else limit
+        hits = [hit for hit in self._candidates(buf) if hit[1] < size]
+        pos, index = 0, 0
         while pos < size:
             if state.busy():  # inside a block: every line, candidate or not
                 end = buf.find(b"\n", pos)
@@ -246,7 +256,7 @@ class Extractor:
                 pos = end + 1
                 continue
             if index >= len(hits):
-                state.lineno += buf.count(b"\n", pos)
+                state.lineno += buf.count(b"\n", pos, size)
                 break
             start, end, mask = hits[index]
             index += 1
@@ -265,7 +275,11 @@ class Extractor:
         last, which is plenty for trends over a bounded series. Lines that only repeat what a
         consumer has seen enough of are dropped (see :meth:`_useful`).
         """
-        lines = {end: (start, self._useful(mask)) for start, end, mask in self.prefilter.scan(buf)}
+        lines = {}
+        for start, end, mask in self.prefilter.scan(buf):
+            useful = self._useful(mask)
+            if useful:
+                lines[end] = (start, useful)
         if self.series.points < METRIC_FULL:
             metric_lines = _metric_prefilter().scan(buf)
         else:
@@ -274,10 +288,19 @@ class Extractor:
         for start, end, _ in metric_lines:
             known = lines.get(end)
             lines[end] = (start, (known[1] if known else 0) | bit)
+        if self.rule_prefilter is not None:
+            shift = self._bits.rule_shift
+            for start, end, mask in self.rule_prefilter.scan(buf):
+                useful = self._useful(mask << shift)
+                if useful:
+                    known = lines.get(end)
+                    lines[end] = (start, (known[1] if known else 0) | useful)
         return [(start, end, mask) for end, (start, mask) in sorted(lines.items())]
 
     def _useful(self, mask: int) -> int:
         """``mask`` without the consumers that have seen enough lines like this one."""
+        if mask in self._exhausted:  # every consumer of this kind of line has had its fill
+            return 0
         bits = self._bits
         useful = mask
         if mask & bits.rules:
@@ -294,6 +317,8 @@ class Extractor:
                 self._seen[module.__name__] += 1
                 if self._seen[module.__name__] > MESSAGE_LIMIT:
                     useful &= ~module_bits
+        if not useful:
+            self._exhausted.add(mask)
         return useful
 
     def _line(
@@ -483,7 +508,7 @@ class Extractor:
 class _BitMap:
     """Which prefilter bits belong to which consumer."""
 
-    def __init__(self, prefilter: Prefilter, line_patterns: dict[str, str]) -> None:
+    def __init__(self, prefilter: Prefilter, rule_prefilter: Prefilter | None) -> None:
         def mask(module: str, triggers: Iterable[str]) -> int:
             return sum({prefilter.bit(_group(module, name)) for name in triggers})
 
@@ -501,7 +526,10 @@ class _BitMap:
         self.messages = 0
         for bits, _ in self._modules:
             self.messages |= bits
-        self._rules = [(prefilter.bit(pid), pid) for pid in line_patterns]
+        # Bits: the main prefilter's, then one for sampled metric lines, then the rule patterns'.
+        self.rule_shift = prefilter.size + 1
+        names = rule_prefilter.pattern_names if rule_prefilter is not None else []
+        self._rules = [(1 << (self.rule_shift + i), pid) for i, pid in enumerate(names)]
         self._rule_bits: dict[int, list[tuple[int, str]]] = {}
         self.rules = sum(bit for bit, _ in self._rules)
 
@@ -526,25 +554,36 @@ def _short(module: ModuleType) -> str:
     return module.__name__.rsplit(".", 1)[-1]
 
 
-_prefilters: dict[tuple[tuple[str, str], ...], Prefilter] = {}
+#: Up to this many rule patterns are scanned with Hyperscan; compiling it grows faster than
+#: linearly (900 patterns take seconds), so a larger rule set is scanned with RE2 instead.
+HYPERSCAN_RULE_LIMIT = 1000
+_rule_prefilters: dict[tuple[tuple[str, str], ...], Prefilter | None] = {}
 
 
-def build_prefilter(line_patterns: dict[str, str]) -> Prefilter:
-    """The combined prefilter of every parser trigger and rule pattern (cached per rule set)."""
+def build_rule_prefilter(line_patterns: dict[str, str]) -> Prefilter | None:
+    """The prefilter of the rules' own line patterns (cached per rule set); None if none."""
     key = tuple(sorted(line_patterns.items()))
-    if key not in _prefilters:
-        # One pattern per consumer (an alternation of its triggers): the prefilter then reports
-        # a candidate line once per consumer that wants it, not once per trigger.
-        groups: dict[str, list[str]] = {}
-        for module in (traceback, metrics, detectors, attempts, *MESSAGE_PARSERS):
-            for name, rx in module.TRIGGERS.items():
-                groups.setdefault(_group(_short(module), name), []).append(rx)
-        for name, rx in CONFIG_TRIGGERS.items():
-            groups.setdefault(_group("config", name), []).append(rx)
-        patterns = {name: "|".join(f"(?:{rx})" for rx in rxs) for name, rxs in groups.items()}
-        patterns |= line_patterns
-        _prefilters[key] = Prefilter(patterns)
-    return _prefilters[key]
+    if key not in _rule_prefilters:
+        engine = "re2" if len(line_patterns) > HYPERSCAN_RULE_LIMIT else None
+        _rule_prefilters[key] = (
+            Prefilter(dict(key), engine=engine, rare=line_patterns) if line_patterns else None
+        )
+    return _rule_prefilters[key]
+
+
+@lru_cache(maxsize=1)
+def build_prefilter() -> Prefilter:
+    """The combined prefilter of every parser trigger (one pattern per consumer)."""
+    # One pattern per consumer (an alternation of its triggers): the prefilter then reports
+    # a candidate line once per consumer that wants it, not once per trigger.
+    groups: dict[str, list[str]] = {}
+    for module in (traceback, metrics, detectors, attempts, *MESSAGE_PARSERS):
+        for name, rx in module.TRIGGERS.items():
+            groups.setdefault(_group(_short(module), name), []).append(rx)
+    for name, rx in CONFIG_TRIGGERS.items():
+        groups.setdefault(_group("config", name), []).append(rx)
+    patterns = {name: "|".join(f"(?:{rx})" for rx in rxs) for name, rxs in groups.items()}
+    return Prefilter(patterns)
 
 
 _WRITERS = [

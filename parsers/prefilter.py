@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -52,18 +53,25 @@ def _cache_dir() -> Path:
     return Path(base) / "crashcart"
 
 
-def _hyperscan_database(patterns: list[str]) -> Any:
+def _hyperscan_database(patterns: list[str], anchors: list[bool]) -> Any:
     """Compile (or load from the cache, since compiling takes a second) the Hyperscan database.
 
-    "The line contains p": extending every pattern to the end of its line makes Hyperscan report
+    "The line contains p": extending a pattern to the end of its line makes Hyperscan report
     each (pattern, line) once, at the line's end, however often p occurs in it (a tqdm line
-    redrawn with \r holds dozens of "loss="). A pattern with its own end anchor stays as written.
+    redrawn with \r holds dozens of "loss="). That is worth it for the few frequent patterns
+    (``anchors``); it would make compiling thousands of rare rule patterns slow, so those stay
+    as written and their reports are folded into lines after the scan.
     """
-    anchored = [(p if "$" in p else f"(?:{p})[^\n]*$").encode() for p in patterns]
+    anchored = [
+        (f"(?:{p})[^\n]*$" if anchor else p).encode()
+        for p, anchor in zip(patterns, anchors, strict=True)
+    ]
     key = hashlib.sha256(repr((hyperscan.__version__, anchored)).encode()).hexdigest()[:24]
     cached = _cache_dir() / f"prefilter-{key}.hsdb"
     try:
-        return hyperscan.loadb(cached.read_bytes())
+        database = hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        database.scratch = hyperscan.Scratch(database)  # a loaded database comes without one
+        return database
     except (OSError, hyperscan.error, ValueError, TypeError):
         pass  # not cached yet, or from another platform: compile
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
@@ -89,16 +97,27 @@ def _hyperscan_database(patterns: list[str]) -> Any:
 class Prefilter:
     """A compiled set of named patterns scanned together over byte chunks."""
 
-    def __init__(self, patterns: Mapping[str, str], *, engine: str | None = None) -> None:
+    def __init__(
+        self,
+        patterns: Mapping[str, str],
+        *,
+        engine: str | None = None,
+        rare: Iterable[str] = (),
+    ) -> None:
+        """``rare`` names patterns expected to match seldom (rule patterns): they are compiled as
+        written, the others are line-anchored (see :func:`_hyperscan_database`)."""
         if not patterns:
             raise ValueError("a prefilter needs at least one pattern")
         self._names = list(patterns)
+        self._plain = set(rare)
         self._patterns = [patterns[name] for name in self._names]
         for pattern in self._patterns:
             check_pattern(pattern)
         self.engine = engine or ("hyperscan" if hyperscan is not None else "re2")
         if self.engine == "hyperscan":
-            self._db = _hyperscan_database(self._patterns)
+            anchors = [name not in self._plain and "$" not in p for name, p in patterns.items()]
+            self._db = _hyperscan_database(self._patterns, anchors)
+            self._local = threading.local()
         elif self.engine == "re2":
             alternation = "|".join(f"(?:{p})" for p in self._patterns)
             self._any = re2.compile(alternation.encode(), options=_re2_options())
@@ -114,6 +133,11 @@ class Prefilter:
                 yield self._names[index]
             mask >>= 1
             index += 1
+
+    @property
+    def pattern_names(self) -> list[str]:
+        """The names of the patterns, in bit order."""
+        return list(self._names)
 
     @property
     def size(self) -> int:
@@ -134,10 +158,21 @@ class Prefilter:
             return self._scan_hyperscan(buf)
         return self._scan_re2(buf)
 
+    def _scratch(self) -> Any:
+        """This thread's Hyperscan scratch space (one scratch must not serve two threads)."""
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = hyperscan.Scratch(self._db)
+        return scratch
+
     def _scan_hyperscan(self, buf: bytes) -> list[tuple[int, int, int]]:
         hits: list[tuple[int, int]] = []
         append = hits.append
-        self._db.scan(buf, match_event_handler=lambda i, _f, to, _fl, _c: append((to, i)))
+        self._db.scan(
+            buf,
+            match_event_handler=lambda i, _f, to, _fl, _c: append((to, i)),
+            scratch=self._scratch(),
+        )
         if not hits:
             return []
         # Every report ends at its line's end, in order; reports of one line share that end.

@@ -1,0 +1,545 @@
+"""The TUI's widgets: runs list, diagnoses table, evidence and tail views, fix and probe panels.
+
+Widgets only render the snapshots the model posts (see :mod:`crashcart.tui.model`); none reads a
+file or runs the analyzer. Every status is a word and a symbol as well as a colour, so the UI
+reads the same without colour (``NO_COLOR``) or in a monochrome terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Label, Log, Sparkline, Static
+
+from ..engine.diagnosis import Diagnosis
+from ..report import fix_lines
+from .model import FAILED, HANG, HEALTHY, WARNING, RunInfo
+
+#: status -> (symbol and word, style): readable without colour.
+BADGES = {
+    FAILED: ("✗ FAILED", "bold red"),
+    HANG: ("⧗ HANG?", "bold magenta"),
+    WARNING: ("▲ WARN", "bold yellow"),
+    HEALTHY: ("✓ ok", "green"),
+}
+PROBE_BADGES = {
+    "confirmed": ("✓ confirmed", "bold green"),
+    "refuted": ("✗ refuted", "bold red"),
+    "inconclusive": ("? inconclusive", "yellow"),
+    "unavailable": ("– unavailable", "dim"),
+    "running": ("… running", "cyan"),
+}
+
+
+def badge(status: str) -> Text:
+    """The status badge: a symbol and a word, coloured."""
+    word, style = BADGES.get(status, (status, ""))
+    return Text(word, style=style)
+
+
+def age(seconds: float | None) -> str:
+    """``42s``, ``5m``, ``3h``, ``2d``: how long ago, in at most four characters."""
+    if seconds is None:
+        return "–"
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def number(value: float | None) -> str:
+    """A step or a loss, short: ``1200``, ``0.4312``, ``nan``."""
+    if value is None:
+        return "–"
+    if value == int(value) and abs(value) < 1e9:
+        return str(int(value))
+    return f"{value:.4g}"
+
+
+def relative(name: str, root: str) -> str:
+    """``runs/a/b`` under root ``runs`` -> ``a/b``; the root itself is ``.``."""
+    root = root.rstrip("/")
+    if root in ("", "."):
+        return name
+    if name == root:
+        return "."
+    return name[len(root) + 1 :] if name.startswith(root + "/") else name
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else "…" + text[-(width - 1) :]
+
+
+class VimTable(DataTable):
+    """A row-cursor table with vim keys (j/k/g/G) besides the arrows."""
+
+    BINDINGS = [  # noqa: RUF012 (Textual's declarative bindings)
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("g", "scroll_top", "Top", show=False),
+        Binding("G", "scroll_bottom", "Bottom", show=False),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
+        #: Keep the cursor on the first row (the worst run) until the person moves it.
+        self.follow_top = True
+
+    def _moved(self) -> None:
+        self.follow_top = False
+
+    def action_cursor_down(self) -> None:
+        """Down a row (the person chose: stop following the top)."""
+        self._moved()
+        super().action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        """Up a row."""
+        self._moved()
+        super().action_cursor_up()
+
+    def action_scroll_top(self) -> None:
+        """First row."""
+        self._moved()
+        super().action_scroll_top()
+
+    def action_scroll_bottom(self) -> None:
+        """Last row."""
+        self._moved()
+        super().action_scroll_bottom()
+
+    def on_click(self) -> None:
+        """A click picks a row."""
+        self._moved()
+
+    def current_key(self) -> str | None:
+        """The key of the row under the cursor, if any."""
+        if not self.row_count:
+            return None
+        try:
+            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        except Exception:  # the table is being rebuilt
+            return None
+
+    def replace_rows(self, rows: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Show ``rows`` (key, cells), keeping the cursor on the same key where it still is;
+        when only the cells changed, update them in place (no flicker, no cursor jump)."""
+        keys = [key for key, _ in rows]
+        current = [row.key.value for row in self.ordered_rows]
+        if keys == current:
+            columns = [column.key for column in self.ordered_columns]
+            for key, cells in rows:
+                for column, cell in zip(columns, cells, strict=False):
+                    if str(self.get_cell(key, column)) != str(cell):
+                        self.update_cell(key, column, cell, update_width=True)
+            return
+        selected = self.current_key()
+        self.clear()
+        for key, cells in rows:
+            self.add_row(*cells, key=key)
+        if self.follow_top:
+            self.move_cursor(row=0, animate=False)
+        elif selected in keys:
+            self.move_cursor(row=keys.index(selected), animate=False)
+
+
+class RunsTable(VimTable):
+    """Every run, and under it its files: status, last activity, latest step and loss."""
+
+    class Picked(Message):
+        """The cursor moved to a run or a file."""
+
+        def __init__(self, run: str, path: str | None) -> None:
+            super().__init__()
+            self.run = run
+            self.path = path
+
+    def on_mount(self) -> None:
+        """Set up the columns."""
+        self.add_column("status", key="status", width=8)
+        self.add_column("run / file", key="name")
+        self.add_column("active", key="active", width=6)
+        self.add_column("step", key="step")
+        self.add_column("loss", key="loss")
+
+    def show(
+        self, runs: Sequence[RunInfo], now: float, name_filter: str = "", root: str = ""
+    ) -> None:
+        """Show the runs, failures first; ``name_filter`` keeps the runs or files containing it.
+        Run names are shown relative to ``root``, the watched directory."""
+        rows: list[tuple[str, Sequence[Any]]] = []
+        needle = name_filter.lower()
+        width = max(12, (self.size.width or 80) - 40)
+        for run in sorted(runs, key=lambda r: r.sort_key):
+            files = run.files
+            if needle and needle not in run.name.lower():
+                files = tuple(f for f in files if needle in f.path.lower())
+                if not files:
+                    continue
+            when = None if run.last_activity is None else now - run.last_activity
+            label = Text(_short(relative(run.name, root), width), style="bold")
+            if run.diagnoses:
+                label.append(f" ({run.diagnoses})", style="dim")
+            rows.append(
+                (
+                    f"run:{run.name}",
+                    [badge(run.status), label, age(when), number(run.step), number(run.loss)],
+                )
+            )
+            for file in files:
+                when = None if file.last_activity is None else now - file.last_activity
+                name = file.path[len(run.name) + 1 :] if run.name != "." else file.path
+                label = Text("  " + _short(name, width - 2))
+                if file.note:
+                    label.append(f" [{file.note}]", style="dim")
+                status = badge(file.status) if file.status != HEALTHY else Text("  ·", style="dim")
+                rows.append((f"file:{file.path}", [status, label, age(when), "", ""]))
+        self.replace_rows(rows)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """Tell the app what is selected."""
+        key = event.row_key.value or ""
+        kind, _, name = key.partition(":")
+        if kind == "run":
+            self.post_message(self.Picked(name, None))
+        elif kind == "file":
+            from .model import run_name
+
+            self.post_message(self.Picked(run_name(name), name))
+
+
+class DiagnosesTable(VimTable):
+    """The selected run's diagnoses, best first: category, title, confidence, probe verdict."""
+
+    def on_mount(self) -> None:
+        """Set up the columns."""
+        self.add_column("#", key="n", width=2)
+        self.add_column("category", key="category", width=21)
+        self.add_column("conf", key="conf", width=4)
+        self.add_column("probe", key="probe", width=13)
+        self.add_column("title", key="title", width=120)
+
+    def show(self, diagnoses: Sequence[Diagnosis], probes: dict[str, dict[str, Any]]) -> None:
+        """Show ``diagnoses``; ``probes`` maps a rule to the probe result run from the UI."""
+        rows = []
+        for index, diagnosis in enumerate(diagnoses, 1):
+            result = probes.get(diagnosis.rule) or diagnosis.probe
+            if result is not None:
+                word, style = PROBE_BADGES.get(result["status"], (result["status"], ""))
+                verdict = Text(word, style=style)
+            elif diagnosis.probe_name:
+                verdict = Text("p: run", style="dim")
+            else:
+                verdict = Text("–", style="dim")
+            category = Text(diagnosis.category, style="bold red" if index == 1 else "yellow")
+            title = Text(diagnosis.title)
+            if diagnosis.explained_by:
+                title.append(f" (symptom of {diagnosis.explained_by})", style="dim")
+            rows.append(
+                (
+                    f"{index}:{diagnosis.rule}",
+                    [str(index), category, f"{diagnosis.confidence:.2f}", verdict, title],
+                )
+            )
+        self.replace_rows(rows)
+
+
+class EvidenceView(VerticalScroll):
+    """The log around a diagnosis' evidence lines, evidence marked ``▶`` and highlighted;
+    ``n`` / ``N`` jump between the evidence lines."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._marks: list[int] = []  # y offsets of the evidence lines in the rendered text
+        self._where: list[str] = []
+        self.index = 0
+
+    def compose(self) -> ComposeResult:
+        """A title line and the text."""
+        yield Label("", id="evidence-title")
+        yield Static("Select a diagnosis to see its evidence.", id="evidence-text")
+
+    def show(self, diagnosis: Diagnosis | None, context: dict[str, list[tuple[int, str]]]) -> None:
+        """Render the evidence of ``diagnosis`` inside ``context`` (path -> numbered lines)."""
+        text = Text(no_wrap=True, overflow="ellipsis")
+        self._marks, self._where, self.index = [], [], 0
+        if diagnosis is None:
+            self.query_one("#evidence-title", Label).update("")
+            self.query_one("#evidence-text", Static).update("No diagnosis selected.")
+            return
+        evidence = {(line.path, line.lineno) for line in diagnosis.evidence}
+        y = 0
+        for path in dict.fromkeys(line.path for line in diagnosis.evidence):
+            text.append(f"── {path}\n", style="bold cyan")
+            y += 1
+            numbered = context.get(path) or [
+                (line.lineno, line.text) for line in diagnosis.evidence if line.path == path
+            ]
+            previous = None
+            for lineno, body in numbered:
+                if previous is not None and lineno != previous + 1:
+                    text.append("   ⋮\n", style="dim")
+                    y += 1
+                previous = lineno
+                if (path, lineno) in evidence:
+                    self._marks.append(y)
+                    self._where.append(f"{path}:{lineno}")
+                    text.append(f"▶{lineno:>6} ", style="bold reverse")
+                    text.append(body + "\n", style="bold yellow")
+                else:
+                    text.append(f" {lineno:>6} ", style="dim")
+                    text.append(body + "\n")
+                y += 1
+        self.query_one("#evidence-text", Static).update(text)
+        self._title()
+        self.call_after_refresh(self.jump, 0)
+
+    def _title(self) -> None:
+        if self._marks:
+            label = f"evidence {self.index + 1}/{len(self._marks)}  {self._where[self.index]}"
+            label += "   (n/N: next/previous)"
+        else:
+            label = "no evidence lines"
+        self.query_one("#evidence-title", Label).update(label)
+
+    def jump(self, step: int) -> None:
+        """Move to the next (``step`` 1), previous (-1) or current (0) evidence line."""
+        if not self._marks:
+            return
+        self.index = (self.index + step) % len(self._marks)
+        self.scroll_to(y=max(0, self._marks[self.index] - 3), animate=False)
+        self._title()
+
+
+class TailView(Vertical):
+    """The selected file's last lines, following new ones; scrolling up pauses following and a
+    badge counts the lines waiting below (``G`` or End follows again)."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("G", "follow", "Follow", show=False),
+        Binding("end", "follow", "Follow", show=False),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.path: str | None = None
+        self.waiting = 0
+
+    def compose(self) -> ComposeResult:
+        """The header (file, following state) and the log."""
+        yield Label("", id="tail-title")
+        yield Log(max_lines=5000, highlight=False, id="tail-log")
+
+    @property
+    def log_widget(self) -> Log:
+        """The Log holding the lines."""
+        return self.query_one("#tail-log", Log)
+
+    def load(self, path: str | None, lines: list[str]) -> None:
+        """Show ``path`` from its kept tail, following."""
+        self.path = path
+        self.waiting = 0
+        log = self.log_widget
+        log.clear()
+        log.write_lines(lines, scroll_end=True)
+        self._title()
+
+    def append(self, lines: list[str], reset: bool = False) -> None:
+        """Add new lines: follow if at the bottom, else count them as waiting."""
+        log = self.log_widget
+        if reset:
+            log.clear()
+            self.waiting = 0
+        following = log.is_vertical_scroll_end or log.max_scroll_y == 0
+        log.write_lines(lines, scroll_end=following)
+        if not following:
+            self.waiting += len(lines)
+        self._title()
+
+    def on_mouse_scroll_down(self) -> None:
+        """Back at the bottom: following again."""
+        self.call_after_refresh(self._check_end)
+
+    def _check_end(self) -> None:
+        if self.log_widget.is_vertical_scroll_end and self.waiting:
+            self.waiting = 0
+            self._title()
+
+    def action_follow(self) -> None:
+        """Jump to the end and follow."""
+        self.log_widget.scroll_end(animate=False)
+        self.waiting = 0
+        self._title()
+
+    def _title(self) -> None:
+        if self.path is None:
+            self.query_one("#tail-title", Label).update("Select a run or a file to follow it.")
+            return
+        title = Text(f"tail -F {self.path}  ")
+        if self.waiting:
+            title.append(f" ⏸ paused: {self.waiting} new line(s) below (G: follow) ", "reverse")
+        else:
+            title.append("▼ following", style="green")
+        self.query_one("#tail-title", Label).update(title)
+
+
+class FixPanel(VerticalScroll):
+    """The fixes of the selected diagnosis with their rendered patch or env change; ``]`` / ``[``
+    pick a fix, ``c`` copies it, ``s`` saves the run's Markdown report."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.fixes: list[dict[str, Any]] = []
+        self.index = 0
+        self._diagnosis: Diagnosis | None = None
+
+    def compose(self) -> ComposeResult:
+        """The rendered fixes."""
+        yield Static("Select a diagnosis to see its fixes.", id="fix-text")
+
+    def show(self, diagnosis: Diagnosis | None) -> None:
+        """Show the fixes of ``diagnosis`` (the first one picked)."""
+        self.fixes = list(diagnosis.fixes) if diagnosis else []
+        self.index = 0
+        self._diagnosis = diagnosis
+        self._draw(diagnosis)
+
+    def pick(self, step: int) -> None:
+        """Pick the next (1) or previous (-1) fix."""
+        if self.fixes:
+            self.index = (self.index + step) % len(self.fixes)
+            self._draw(self._diagnosis)
+
+    def selected_text(self) -> str | None:
+        """The copy-pastable lines of the picked fix (its title when it has none)."""
+        if not self.fixes:
+            return None
+        fix = self.fixes[self.index]
+        lines = fix_lines(fix)
+        return "\n".join(lines) if lines else str(fix.get("title", ""))
+
+    def _draw(self, diagnosis: Diagnosis | None) -> None:
+        static = self.query_one("#fix-text", Static)
+        if diagnosis is None:
+            static.update("Select a diagnosis to see its fixes.")
+            return
+        text = Text()
+        text.append(f"{diagnosis.title}\n", style="bold")
+        text.append(f"{diagnosis.summary}\n\n")
+        if not self.fixes:
+            text.append("No fix is known for this diagnosis.\n", style="dim")
+        for index, fix in enumerate(self.fixes):
+            picked = index == self.index
+            text.append("▶ " if picked else "  ", style="bold")
+            text.append(f"{index + 1}. {fix['title']}\n", style="bold green" if picked else "green")
+            if fix.get("change"):
+                text.append(f"     ({fix['change']})\n", style="dim")
+            for line in fix_lines(fix):
+                text.append(f"     {line}\n", style="reverse" if picked else "")
+            if fix.get("note"):
+                text.append(f"     {fix['note']}\n", style="dim")
+        text.append("\n c: copy the picked fix   ]/[: next/previous fix   s: save report", "dim")
+        static.update(text)
+
+
+class ProbePanel(VerticalScroll):
+    """The result of the selected diagnosis' probe, run with ``p``."""
+
+    def compose(self) -> ComposeResult:
+        """The result text."""
+        yield Static("p: run the selected diagnosis' probe (in the background).", id="probe-text")
+
+    def show(self, diagnosis: Diagnosis | None, result: dict[str, Any] | None) -> None:
+        """Render ``result`` (a ProbeResult dict, or ``{"status": "running"}``)."""
+        static = self.query_one("#probe-text", Static)
+        if diagnosis is None:
+            static.update("No diagnosis selected.")
+            return
+        if not diagnosis.probe_name:
+            static.update(f"No probe can test {diagnosis.category} ({diagnosis.rule}).")
+            return
+        text = Text(f"probe {diagnosis.probe_name} for {diagnosis.rule}\n\n", style="bold")
+        if result is None:
+            text.append("Not run yet. p: run it in the background.", style="dim")
+        else:
+            word, style = PROBE_BADGES.get(result["status"], (result["status"], ""))
+            text.append(word, style=style)
+            if result["status"] != "running":
+                text.append(f"  ({result.get('seconds', 0):.1f} s)\n")
+                text.append(f"{result.get('summary', '')}\n")
+                for key, value in (result.get("details") or {}).items():
+                    text.append(f"  {key}: {value}\n", style="dim")
+        static.update(text)
+
+
+class Metrics(Horizontal):
+    """Sparklines of the selected run's loss and throughput, with their latest values."""
+
+    def compose(self) -> ComposeResult:
+        """Two labelled sparklines."""
+        with Vertical(classes="metric"):
+            yield Label("loss –", id="loss-label")
+            yield Sparkline([], id="loss-spark")
+        with Vertical(classes="metric"):
+            yield Label("it/s –", id="speed-label")
+            yield Sparkline([], id="speed-spark")
+
+    def show(self, run: RunInfo | None) -> None:
+        """Plot ``run``'s series (empty when the log has none)."""
+        loss = list(run.loss_series) if run else []
+        speed = list(run.speed_series) if run else []
+        self.query_one("#loss-spark", Sparkline).data = loss
+        self.query_one("#speed-spark", Sparkline).data = speed
+        self.query_one("#loss-label", Label).update(
+            f"loss {number(loss[-1])}" if loss else "loss: none logged"
+        )
+        self.query_one("#speed-label", Label).update(
+            f"it/s {number(speed[-1])}" if speed else "it/s: none logged"
+        )
+
+
+HELP = """\
+[b]crashcart tui[/b]: what is wrong with your runs, live.
+
+[b]Move[/b]
+  j / k, ↓ / ↑     next / previous row          g / G   first / last row
+  tab / shift+tab  next / previous pane          enter   open (run → diagnoses → evidence)
+  mouse            click a row, a tab; wheel scrolls
+
+[b]Look[/b]
+  e  evidence of the selected diagnosis          n / N  next / previous evidence line
+  t  tail of the selected file (follows; scroll up to pause, G to follow again)
+  f  fixes                                       ] / \\[  next / previous fix
+  r  probe result
+
+[b]Act[/b]
+  c  copy the picked fix to the clipboard (OSC 52: works over SSH and in tmux)
+  s  save a Markdown report of the run: ./crashcart-report-<run>.md
+  p  run the selected diagnosis' probe in the background
+
+[b]Other[/b]
+  /  filter runs and files by name (esc clears)   ?  this help   q  quit
+
+Status: ✗ FAILED · ⧗ HANG? (progress stopped) · ▲ WARN (a trend) · ✓ ok
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    """The key bindings."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("escape,q,question_mark", "dismiss", "Close"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        """The help text in a box."""
+        with VerticalScroll(id="help-box"):
+            yield Static(HELP, id="help-text")
