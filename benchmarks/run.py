@@ -9,6 +9,7 @@ pattern set, and to plain Python line iteration. Logs are generated once into be
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
@@ -217,6 +218,28 @@ def streaming_latency(trials: int) -> list[list[str]]:
     return [[f"{trials}", f"{statistics.median(latencies) * 1000:.0f}", f"{p99 * 1000:.0f}"]]
 
 
+def ingest(size_mb: int) -> list[list[str]]:
+    """Sustained lines/s through `crashcart watch --json -` and its peak RSS after them all."""
+    log = ensure_log(size_mb)
+    started = time.perf_counter()
+    with log.open("rb") as source:
+        process = subprocess.Popen(
+            [*CRASHCART, "watch", "--json", "-"],
+            stdin=source,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert process.stdout is not None
+        output = process.stdout.read()
+        _, _, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    summary = json.loads(output.splitlines()[-1])
+    lines = summary["files"]["<stdin>"]["lines"]
+    return [
+        [f"{lines:,}", f"{seconds:.1f}", f"{lines / seconds:,.0f}", f"{usage.ru_maxrss / 1024:.0f}"]
+    ]
+
+
 def table(title: str, header: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=True)]
     print(f"\n{title}")
@@ -233,6 +256,9 @@ def main() -> None:
         "--rules-size", type=int, default=100, help="log size (MB) for rule scaling"
     )
     parser.add_argument("--latency-trials", type=int, default=20)
+    parser.add_argument(
+        "--ingest-size", type=int, default=1000, help="log size (MB) piped to watch"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(
@@ -261,6 +287,15 @@ def main() -> None:
         ["trials", "p50 ms", "p99 ms"],
         streaming_latency(args.latency_trials),
     )
+    table(
+        "Following: sustained ingest through watch (stdin) and peak RSS after it",
+        ["lines", "seconds", "lines/s", "peak RSS MB"],
+        ingest(args.ingest_size),
+    )
+    from tui_startup import measure_startup
+
+    seconds = measure_startup()
+    table("TUI start-up (50 logs, until every file is listed)", ["seconds"], [[f"{seconds:.2f}"]])
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ sequence number when it turns drafts into facts.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,3 +36,23 @@ class Draft:
 def to_gib(value: float | str, unit: str) -> float:
     """Convert an amount in ``unit`` (B, KiB, MiB, GiB, TiB, or their KB/MB/GB spellings) to GiB."""
     return round(float(value) * _UNITS[unit.lower()], 4)
+
+
+#: A message parser reads at most this much of one message (a 100 MB line is cut before).
+MAX_TEXT = 20_000
+
+
+def never_raises(parse: Callable[[str], list[Draft]]) -> Callable[[str], list[Draft]]:
+    """Make a message parser total: non-text gives ``[]``, text is cut to :data:`MAX_TEXT`, and
+    a bug in the parser gives ``[]`` rather than breaking the pipeline."""
+
+    @functools.wraps(parse)
+    def safe(text: str) -> list[Draft]:
+        if not isinstance(text, str):
+            return []
+        try:
+            return parse(text[:MAX_TEXT])
+        except Exception:
+            return []
+
+    return safe

@@ -42,7 +42,7 @@ from typing import Any
 
 import pyparsing as pp
 
-from .base import Draft, to_gib
+from .base import Draft, never_raises, to_gib
 
 TRIGGERS: dict[str, str] = {
     "cuda_oom_message": r"(?:CUDA|HIP) out of memory",
@@ -54,7 +54,6 @@ TRIGGERS: dict[str, str] = {
     "cuda_oom_thc": r"THCudaCheck FAIL.* : out of memory|cuda runtime error \(2\) : out of memory",
 }
 
-_MAX_TEXT = 20_000
 _ALLOWED = re.compile(r"\d+(?:\.\d+)? ?[KMGT]?i?B(?:ytes)? allowed")
 
 
@@ -254,21 +253,9 @@ def _other_processes(used: list[float], own: float | None) -> float | None:
     return None
 
 
+@never_raises
 def parse(text: str) -> list[Draft]:
-    """Return one ``cuda_oom`` draft for a GPU out-of-memory message, else ``[]``.
-
-    Never raises: unreadable or partial input gives ``[]`` or a draft with fewer fields.
-    """
-    try:
-        return _parse(text)
-    except Exception:  # a parser must never break the pipeline
-        return []
-
-
-def _parse(text: str) -> list[Draft]:
-    if not isinstance(text, str):
-        return []
-    text = text[:_MAX_TEXT]
+    """Return one ``cuda_oom`` draft for a GPU out-of-memory message, else ``[]``."""
     backend = _backend(text)
     if backend is None:
         return []

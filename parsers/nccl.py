@@ -35,7 +35,7 @@ from typing import Any
 
 import pyparsing as pp
 
-from .base import Draft
+from .base import Draft, never_raises
 
 TRIGGERS: dict[str, str] = {
     "nccl_error_in": r"NCCL (?:error|Error \d+)",
@@ -59,7 +59,6 @@ TRIGGERS: dict[str, str] = {
     "store_client_socket_timeout": r"client socket has timed out after \d+",
 }
 
-_MAX_TEXT = 20_000
 _WATCHDOG = re.compile(r"(?:Watchdog c|C)aught collective operation timeout:")
 _PAIR = re.compile(r"(SeqNum|OpType|Timeout\(ms\))=(\w+)(?=[,)])")
 _RANK = re.compile(r"\[(?:PG [^\]\n]*?)?Rank (\d+)\]\s*$")
@@ -356,21 +355,9 @@ def _store_timeout(text: str, grammar: dict[str, pp.ParserElement]) -> Draft | N
     return Draft("store_timeout", fields)
 
 
+@never_raises
 def parse(text: str) -> list[Draft]:
-    """Return the NCCL/gloo/store drafts found in one message or log line, else ``[]``.
-
-    Never raises.
-    """
-    try:
-        return _parse(text)
-    except Exception:  # a parser must never break the pipeline
-        return []
-
-
-def _parse(text: str) -> list[Draft]:
-    if not isinstance(text, str):
-        return []
-    text = text[:_MAX_TEXT]
+    """Return the NCCL/gloo/store drafts found in one message or log line, else ``[]``."""
     grammar = _grammar()
     drafts: list[Draft] = []
     if "NCCL WARN" in text:

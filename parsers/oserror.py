@@ -28,7 +28,7 @@ from typing import Any
 
 import pyparsing as pp
 
-from .base import Draft
+from .base import Draft, never_raises
 
 TRIGGERS: dict[str, str] = {
     "os_errno": r"\[Errno \d+\] [A-Z]",
@@ -43,7 +43,6 @@ TRIGGERS: dict[str, str] = {
     "worker_killed": r"DataLoader worker \(pid",
 }
 
-_MAX_TEXT = 20_000
 
 _STRERRORS = {
     "No space left on device": 28,
@@ -234,21 +233,9 @@ def _shm_error(text: str, worker: Draft | None) -> Draft | None:
     return Draft("shm_error", fields)
 
 
+@never_raises
 def parse(text: str) -> list[Draft]:
-    """Return the OS/save/shm/worker drafts found in one message or log line, else ``[]``.
-
-    Never raises.
-    """
-    try:
-        return _parse(text)
-    except Exception:  # a parser must never break the pipeline
-        return []
-
-
-def _parse(text: str) -> list[Draft]:
-    if not isinstance(text, str):
-        return []
-    text = text[:_MAX_TEXT]
+    """Return the OS/save/shm/worker drafts found in one message or log line, else ``[]``."""
     grammar = _grammar()
     drafts: list[Draft] = []
     worker = _worker(text, grammar)

@@ -27,7 +27,7 @@ from typing import Any
 
 import pyparsing as pp
 
-from .base import Draft
+from .base import Draft, never_raises
 
 TRIGGERS: dict[str, str] = {
     "device_mismatch_same_device": r"Expected all tensors to be on the same device",
@@ -49,7 +49,6 @@ TRIGGERS: dict[str, str] = {
     "device_assert": r"Assertion `[^`]+` failed",
 }
 
-_MAX_TEXT = 20_000
 
 _CUDA_ERRORS = (
     ("device-side assert triggered", "device_side_assert_triggered"),
@@ -326,21 +325,9 @@ def _device_asserts(text: str, grammar: dict[str, pp.ParserElement]) -> list[Dra
     return drafts
 
 
+@never_raises
 def parse(text: str) -> list[Draft]:
-    """Return the torch error drafts found in one exception message or log line, else ``[]``.
-
-    Never raises.
-    """
-    try:
-        return _parse(text)
-    except Exception:  # a parser must never break the pipeline
-        return []
-
-
-def _parse(text: str) -> list[Draft]:
-    if not isinstance(text, str):
-        return []
-    text = text[:_MAX_TEXT]
+    """Return the torch error drafts found in one exception message or log line, else ``[]``."""
     grammar = _grammar()
     drafts: list[Draft] = []
     if "device" in text or "weight type" in text or "Tensor for argument #" in text:
