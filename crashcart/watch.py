@@ -86,7 +86,7 @@ class Watcher:
         self.exec_command = exec_command
         self.exec_timeout = exec_timeout
         self.runs: dict[str, _Run] = {}
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=256)
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=16)  # at most 16 MiB waiting
         self._stop = threading.Event()
         self._stdin = use_stdin
         self._executor = ThreadPoolExecutor(max_workers=4) if exec_command else None
@@ -99,7 +99,9 @@ class Watcher:
     def _pump_stdin(self) -> None:
         stream = sys.stdin.buffer
         while not self._stop.is_set():
-            data = stream.read1(1 << 16) if hasattr(stream, "read1") else stream.read(1 << 16)
+            # read1: whatever is there now, up to 1 MiB: small writes pass at once, a backlog in
+            # big chunks (the analyzer's per-chunk work is then amortised).
+            data = stream.read1(1 << 20) if hasattr(stream, "read1") else stream.read(1 << 16)
             if not data:
                 break
             self._queue.put(Data(STDIN, data))

@@ -624,11 +624,12 @@ def _metric_re2() -> re2._Regexp:
 
 
 def _sample_metric_lines(buf: bytes) -> list[tuple[int, int, int]]:
-    """About METRIC_SAMPLE metric lines of ``buf``: the first at or after each of evenly spaced
-    offsets (each search bounded to its own stretch, so the whole costs one pass at most),
-    and the last one."""
+    """About METRIC_SAMPLE metric lines per MiB of ``buf``: the first at or after each of evenly
+    spaced offsets (each search bounded to its own stretch, so the whole costs one pass at
+    most), and the last one. Live chunks are small; the rate per byte stays the same."""
     pattern, size = _metric_re2(), len(buf)
-    step = max(size // METRIC_SAMPLE, 1)
+    samples = max(1, METRIC_SAMPLE * size // (1 << 20))
+    step = max(size // samples, 1)
     found: dict[int, int] = {}
     for offset in range(0, size, step):
         match = pattern.search(buf, offset, min(offset + step, size))
