@@ -370,10 +370,11 @@ class Extractor:
         if seconds is not None:
             self.series.last_time = seconds
         if mask & bits.metrics:
-            found = metrics.parse_metrics(line.text)
-            if found:
-                for draft in self.series.observe(found, line, seconds):
-                    out.append(Finding(draft, [line], line.rank))
+            for text in _redraws(raw, line.text):
+                found = metrics.parse_metrics(text)
+                if found:
+                    for draft in self.series.observe(found, line, seconds):
+                        out.append(Finding(draft, [line], line.rank))
         if mask & bits.loss_scale:
             for draft in self.series.loss_scale(line.text):
                 out.append(Finding(draft, [line], line.rank))
@@ -646,6 +647,26 @@ def _sample_metric_lines(buf: bytes) -> list[tuple[int, int, int]]:
         end = buf.find(b"\n", last.start())
         found[end if end >= 0 else size] = start
     return [(start, end, 1) for end, start in sorted(found.items())]
+
+
+#: States of one \r-redrawn progress bar read as metric values (evenly spaced, plus the last).
+REDRAW_SAMPLE = 64
+
+
+def _redraws(raw: bytes, text: str) -> list[str]:
+    """The states of a progress bar redrawn with \r on one line, as a series would have logged
+    them (a tqdm bar written to a file is one line of thousands of redraws); else the line.
+
+    The line's cleaned text (its last state) stays the evidence; earlier states only feed the
+    metric series, so throughput and loss trends are visible in such logs too.
+    """
+    if b"\r" not in raw:
+        return [text]
+    states = [s for s in raw[:MAX_LINE_BYTES].split(b"\r") if s.strip()]
+    if len(states) > REDRAW_SAMPLE:
+        step = len(states) / REDRAW_SAMPLE
+        states = [states[int(i * step)] for i in range(REDRAW_SAMPLE)] + [states[-1]]
+    return [state.decode("utf-8", "replace") for state in states[:-1]] + [text]
 
 
 def _group(module: str, trigger: str) -> str:

@@ -1,8 +1,6 @@
-"""Every corpus case gets its expected top diagnosis; every healthy run gets none.
-
-Cases whose category has no rules yet are reported as skipped with that reason, so the gap is
-visible rather than hidden.
-"""
+"""The corpus as a regression suite: no healthy run raises an alarm, and accuracy over the
+failure cases stays at or above the thresholds CI holds `crashcart eval` to (issue 8: top-1
+0.95, top-3 0.99). A miss is listed with what was predicted."""
 
 from __future__ import annotations
 
@@ -11,31 +9,44 @@ from pathlib import Path
 import pytest
 import yaml
 
-from crashcart.analyzer import analyze, default_rulebase
+from crashcart.analyzer import analyze
+from crashcart.evaluate import evaluate, summary
 
 CASES = sorted(p.parent for p in Path("corpus").glob("*/expected.yaml"))
+HEALTHY = [
+    c for c in CASES if yaml.safe_load((c / "expected.yaml").read_text())["category"] == "none"
+]
 
 
-def covered_categories() -> set[str]:
-    return {rule.category for rule in default_rulebase().rules}
+@pytest.mark.parametrize("case", HEALTHY, ids=[case.name for case in HEALTHY])
+def test_healthy_run_raises_no_alarm(case: Path) -> None:
+    found = [d.category for d in analyze([case]).diagnoses]
+    assert found == [], f"false alarm on a healthy run: {found}"
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
-def test_case(case: Path) -> None:
-    expected = yaml.safe_load((case / "expected.yaml").read_text())
-    category = expected["category"]
-    if category != "none" and category not in covered_categories():
-        pytest.skip(f"no rules for category {category} yet")
-    report = analyze([case])
-    found = [d.category for d in report.diagnoses]
-    if category == "none":
-        assert found == [], f"false alarm on a healthy run: {found}"
-        return
-    acceptable = {category, *expected.get("alternatives", [])}
-    assert found and found[0] in acceptable, f"expected {category}, got {found}"
-    if expected.get("rule"):
-        fired = {rule for d in report.diagnoses for rule in (d.rule, *d.also_matched)}
-        assert expected["rule"] in fired, f"{expected['rule']} did not fire: {sorted(fired)}"
+def test_accuracy_over_the_failure_cases() -> None:
+    results = evaluate(Path("corpus"))
+    totals = summary(results)
+    misses = [
+        f"{r.name}: expected {r.expected}, got {r.predicted[:3]}"
+        for r in results
+        if r.expected != "none" and not r.top1
+    ]
+    assert totals["top1"] >= 0.95, misses
+    assert totals["top3"] >= 0.99, misses
+    assert totals["failure_cases"] >= 150 and totals["healthy_cases"] >= 30
+
+
+def test_the_rule_each_case_names_fires() -> None:
+    missing = []
+    for case in CASES:
+        expected = yaml.safe_load((case / "expected.yaml").read_text())
+        if expected.get("rule"):
+            report = analyze([case])
+            fired = {rule for d in report.diagnoses for rule in (d.rule, *d.also_matched)}
+            if expected["rule"] not in fired:
+                missing.append(f"{case.name}: {expected['rule']} did not fire ({sorted(fired)})")
+    assert not missing, missing
 
 
 def test_readme_shows_the_current_accuracy_table() -> None:
