@@ -127,8 +127,14 @@ class _SourceState:
 
 
 def phase_of(frames: Iterable[traceback.Frame]) -> str:
-    """What the program was doing, judged from the innermost frame that says so."""
-    for frame in reversed(list(frames)):
+    """What the program was doing, judged from the innermost frame that says so; a failure
+    anywhere inside a dataset's __getitem__ (or a worker's loop) is data loading, whatever the
+    library frames below it are called (json's loads, PIL's open)."""
+    frames = list(frames)
+    data = _PHASES[-1][1]
+    if any(data.search(frame.func) for frame in frames):
+        return "data"
+    for frame in reversed(frames):
         for phase, pattern in _PHASES:
             # The call on the frame's code line counts too: `evaluator.evaluate(...)` in `main`.
             if pattern.search(frame.func) or pattern.search(frame.code.split("(", 1)[0]):
