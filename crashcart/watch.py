@@ -152,7 +152,7 @@ class Watcher:
                     )
                 self._tick()
         except KeyboardInterrupt:
-            pass
+            pass  # Ctrl-C: stop following; the summary below is the clean ending
         finally:
             self._stop.set()
             if self.follower is not None:
