@@ -66,6 +66,16 @@ def load_rulebase(rule_dirs: tuple[Path, ...]) -> RuleBase:
         raise  # unreachable: fail() exits
 
 
+#: The same ``--rules`` option for every command that loads rules.
+rules_option = click.option(
+    "--rules",
+    "rule_dirs",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Extra rule directory or file (repeatable); same id overrides a shipped rule.",
+)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="crashcart")
 def cli() -> None:
@@ -82,13 +92,7 @@ def cli() -> None:
     is_flag=True,
     help="Print the facts the parsers extracted (JSON Lines), for writing and debugging rules.",
 )
-@click.option(
-    "--rules",
-    "rule_dirs",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Extra rule directory or file (repeatable); same id overrides a shipped rule.",
-)
+@rules_option
 @click.option(
     "--probe", "run_probes", is_flag=True, help="Run the top diagnoses' probes on this machine."
 )
@@ -148,13 +152,7 @@ def analyze(
     show_default=True,
     help="Minimum silence (seconds) before a stalled run is reported as a hang.",
 )
-@click.option(
-    "--rules",
-    "rule_dirs",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Extra rule directory or file (repeatable).",
-)
+@rules_option
 def watch(
     paths: tuple[str, ...],
     as_json: bool,
@@ -262,13 +260,7 @@ def probe(name: str | None, log: Path | None, context_json: str | None, as_json:
 @click.option(
     "--max-false-alarms", type=click.IntRange(min=0), help="Exit 1 on more healthy-run alarms."
 )
-@click.option(
-    "--rules",
-    "rule_dirs",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Extra rule directory or file (repeatable).",
-)
+@rules_option
 def eval_command(
     corpus: Path,
     as_json: bool,
@@ -380,13 +372,7 @@ def rules_list(paths: tuple[Path, ...]) -> None:
 
 @rules.command("show")
 @click.argument("rule_id")
-@click.option(
-    "--rules",
-    "rule_dirs",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Extra rule directory or file (repeatable).",
-)
+@rules_option
 def rules_show(rule_id: str, rule_dirs: tuple[Path, ...]) -> None:
     """Print one rule as it is written in its file."""
     rulebase = load_rulebase(rule_dirs)
