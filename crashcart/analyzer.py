@@ -149,12 +149,16 @@ class Analyzer:
         for result, diagnosis in zip(
             results, [d for d in report.diagnoses if d.probe], strict=False
         ):
-            fields = {key: result[key] for key in ("name", "status", "rule", "summary")}
-            evidence = diagnosis.evidence[-1:]
-            if evidence:
-                self.diagnoser.add(Finding(Draft("probe", fields), evidence, None))
+            self.record_probe(diagnosis, result)
         report.diagnoses = order(report.diagnoses)
         return report
+
+    def record_probe(self, diagnosis: Diagnosis, result: dict[str, Any]) -> None:
+        """Feed a probe's verdict on ``diagnosis`` back as a ``probe`` fact of the run."""
+        fields = {key: result.get(key, "") for key in ("name", "status", "rule", "summary")}
+        evidence = diagnosis.evidence[-1:]
+        if evidence:
+            self.diagnoser.add(Finding(Draft("probe", fields), evidence, None))
 
     def close(self) -> None:
         """Release the run's state in the rules engine."""

@@ -75,6 +75,15 @@ rules_option = click.option(
     help="Extra rule directory or file (repeatable); same id overrides a shipped rule.",
 )
 
+#: The same ``--hang-after`` option for ``watch`` and ``tui``.
+hang_after_option = click.option(
+    "--hang-after",
+    type=click.FloatRange(min=0.1),
+    default=300.0,
+    show_default=True,
+    help="Minimum silence (seconds) before a stalled run is reported as a hang.",
+)
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="crashcart")
@@ -145,13 +154,7 @@ def analyze(
     show_default=True,
     help="Seconds before an --exec command is stopped.",
 )
-@click.option(
-    "--hang-after",
-    type=click.FloatRange(min=0.1),
-    default=300.0,
-    show_default=True,
-    help="Minimum silence (seconds) before a stalled run is reported as a hang.",
-)
+@hang_after_option
 @rules_option
 def watch(
     paths: tuple[str, ...],
@@ -208,13 +211,34 @@ def watch(
     multiple=True,
     help="File names to follow (repeatable; default *.log *.txt *.out *.err).",
 )
-def tui(directory: str, poll: bool | None, glob: tuple[str, ...]) -> None:
+@hang_after_option
+@rules_option
+def tui(
+    directory: str,
+    poll: bool | None,
+    glob: tuple[str, ...],
+    hang_after: float,
+    rule_dirs: tuple[Path, ...],
+) -> None:
     """Watch DIRECTORY (default: here) in a terminal UI: runs, diagnoses, evidence, fixes."""
     if not Path(directory).is_dir():
         fail(f"no such directory: {directory}")
+    try:
+        custom = load_settings(rule_dirs)
+    except SettingsError as error:
+        fail(str(error))
+    # Only the shipped rules load in the UI's background (a fast first screen); user rules load
+    # here, so a broken rule file is reported with its line and column before the UI starts.
+    rulebase = load_rulebase(rule_dirs) if custom.dirs or custom.disable else None
     from .tui import run_tui  # Textual loads only for this command
 
-    run_tui(directory, poll=True if poll else None, globs=glob or DEFAULT_GLOBS)
+    run_tui(
+        directory,
+        poll=True if poll else None,
+        globs=glob or DEFAULT_GLOBS,
+        rulebase=rulebase,
+        hang_after=hang_after,
+    )
 
 
 @cli.command()

@@ -127,7 +127,10 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "file": "entry of the checkpoint archive being written",
         "detail": "file_write_failed | unexpected_pos | central_directory",
     },
-    "shm_error": {"variant": "bus_error | no_space | too_many_open_files | other", "pid": "pid"},
+    "shm_error": {
+        "variant": "bus_error | no_space | too_many_open_files | write_failed | nccl_segment | other",
+        "pid": "pid",
+    },
     "worker_killed": {"pid": "worker pid", "signal_name": "signal", "detail": "the message"},
     "nonfinite_metric": {
         "metric": "loss | grad_norm | eval_loss",

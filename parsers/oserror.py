@@ -8,6 +8,8 @@ Real examples::
     RuntimeError: [enforce fail at inline_container.cc:664] . unexpected pos 704 vs 598
     RuntimeError: unable to write to file </torch_722_783672312_1>: No space left on device (28)
     ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).
+    include/shm.h:48 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-CsYXMW (size 9637888)
+    [8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)
     RuntimeError: DataLoader worker (pid 56811) is killed by signal: Bus error. It is possible that
     dataloader's workers are out of shared memory. Please try to raise your shared memory limit.
     RuntimeError: DataLoader worker (pid(s) 1234, 1235) exited unexpectedly
@@ -40,6 +42,9 @@ TRIGGERS: dict[str, str] = {
     "shm_insufficient": r"insufficient shared memory",
     "shm_out_of_shared_memory": r"out of shared memory",
     "shm_torch_file": r"unable to (?:write to file|open shared memory object|mmap \d+ bytes from file) </",
+    "shm_nccl_segment": r"Error while creating shared memory segment",
+    "shm_nccl_fallocate": r"NCCL WARN Call to posix_fallocate failed",
+    "shm_caught_sigbus": r"Caught signal 7 \(Bus error",
     "worker_killed": r"DataLoader worker \(pid",
 }
 
@@ -217,10 +222,18 @@ def _shm_error(text: str, worker: Draft | None) -> Draft | None:
     shm_file = re.search(r"</?torch_(\d+)_", text)
     if "bus error" in text.lower() and ("shared memory" in text or worker is not None):
         variant = "bus_error"
+    elif "Caught signal 7 (Bus error" in text:
+        variant = "bus_error"  # UCX's and NCCL's crash handlers: SIGBUS on a full /dev/shm
+    elif "NCCL WARN Call to posix_fallocate failed" in text and "No space left" in text:
+        variant = "no_space"  # NCCL sizes its /dev/shm segments with posix_fallocate
+    elif "Error while creating shared memory segment" in text:
+        variant = "nccl_segment"
     elif shm_file and "No space left on device" in text:
         variant = "no_space"
     elif shm_file and "Too many open files" in text:
         variant = "too_many_open_files"
+    elif shm_file and re.search(r"unable to (?:write to file|mmap \d+ bytes from file) <", text):
+        variant = "write_failed"
     elif "insufficient shared memory" in text or "out of shared memory" in text or shm_file:
         variant = "other"
     if variant is None:

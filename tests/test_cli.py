@@ -159,6 +159,9 @@ def test_broken_rule_file_names_file_line_and_column(tmp_path: Path) -> None:
     )
     result = crashcart("analyze", "--rules", str(tmp_path), str(EXAMPLE))
     assert_clean_error(result, f"{tmp_path / 'mine.yaml'}:4:13: error: confidence must be")
+    # the terminal UI checks the same rules before it takes over the terminal
+    result = crashcart("tui", "--rules", str(tmp_path), str(tmp_path))
+    assert_clean_error(result, f"{tmp_path / 'mine.yaml'}:4:13: error: confidence must be")
 
 
 def test_usage_error_exits_2() -> None:

@@ -36,7 +36,6 @@ from .model import (
     ProbeDone,
     RunInfo,
     RunUpdated,
-    load_context,
 )
 from .widgets import (
     DiagnosesTable,
@@ -323,11 +322,9 @@ class CrashcartApp(App[None]):
 
     @work(thread=True, exclusive=True, group="evidence", exit_on_error=False)
     def load_evidence(self, key: str, diagnosis: Diagnosis) -> None:
-        """Read the lines around the evidence (in a thread: logs can be large)."""
-        by_path: dict[str, list[int]] = {}
-        for line in diagnosis.evidence:
-            by_path.setdefault(line.path, []).append(line.lineno)
-        context = {path: load_context(path, linenos) for path, linenos in by_path.items()}
+        """Gather the lines around the evidence (in a thread: logs can be large)."""
+        paths = dict.fromkeys(line.path for line in diagnosis.evidence)
+        context = {path: self.model.context(path, diagnosis.evidence) for path in paths}
         self.post_message(EvidenceLoaded(key, context))
 
     @_while_mounted
@@ -414,8 +411,11 @@ class CrashcartApp(App[None]):
 
     @_while_mounted
     def on_probe_done(self, message: ProbeDone) -> None:
-        """Show a probe's verdict."""
+        """Show a probe's verdict; the model re-ranks the run's diagnoses with it."""
         self.probes[(message.run, message.rule)] = message.result
+        self.model.call(
+            functools.partial(self.model.record_probe, message.run, message.rule, message.result)
+        )
         status = message.result["status"]
         self.notify(
             f"probe {message.result['name']}: {status}. {message.result.get('summary', '')}",
@@ -473,6 +473,8 @@ def run_tui(
     poll: bool | None = None,
     globs: Sequence[str] = DEFAULT_GLOBS,
     rulebase: RuleBase | None = None,
+    hang_after: float = 300.0,
 ) -> None:
-    """Run the TUI on ``directory`` until the person quits."""
-    CrashcartApp(directory, poll=poll, globs=globs, rulebase=rulebase).run()
+    """Run the TUI on ``directory`` until the person quits (``rulebase`` None: the shipped
+    rules, loaded in the background)."""
+    CrashcartApp(directory, poll=poll, globs=globs, rulebase=rulebase, hang_after=hang_after).run()

@@ -27,10 +27,11 @@ from textual.message import Message
 
 from ..analyzer import Analyzer, RuleBase, default_rulebase
 from ..engine.diagnosis import Diagnosis
+from ..engine.ranking import apply_probe, order
 from ..parsers.base import Draft
 from ..parsers.extract import Finding
 from ..parsers.follow import DEFAULT_GLOBS, Data, Follower, Notice
-from ..parsers.lines import clean
+from ..parsers.lines import LogLine, clean
 from ..watch import CONCLUDE_EVERY, EVIDENCE_WAIT, HANG_FACTOR
 
 PUBLISH_EVERY = 0.1  # seconds between snapshots posted to the app (at most)
@@ -178,7 +179,9 @@ class ProbeDone(Message):
 @dataclass
 class _FileState:
     path: str
-    tail: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
+    #: The last lines read, numbered as the analyzer numbers them (numbering goes on across a
+    #: truncation or rotation, so evidence is found here even when the file on disk changed).
+    tail: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     partial: bytes = b""
     lines: int = 0
     bytes: int = 0
@@ -198,6 +201,7 @@ class _RunState:
     diagnoses: list[Diagnosis] = field(default_factory=list)
     signature: tuple = ()
     progress: deque[float] = field(default_factory=lambda: deque(maxlen=64))
+    probes: dict[str, dict] = field(default_factory=dict)  # rule -> verdict of a probe run here
     points: int = 0
     hang_suspected: bool = False
     concluded_at: float = 0.0
@@ -252,13 +256,35 @@ class Model:
         self._inbox.put(function)
 
     def tail(self, path: str) -> tuple[list[str], int]:
-        """A copy of the kept tail of ``path`` and the lines read so far (safe from any thread:
-        a deque copy under the GIL)."""
+        """A copy of the kept tail of ``path`` and the lines read so far (safe from any thread)."""
+        kept = self._kept(path)
+        return [text for _, text in kept], (kept[-1][0] if kept else 0)
+
+    def context(self, path: str, evidence: Sequence[LogLine]) -> list[tuple[int, str]]:
+        """The numbered lines around ``evidence`` (lines of ``path``): from the kept tail where
+        it holds them, else from the file (see :func:`evidence_context`). Any thread."""
+        return evidence_context(path, evidence, self._kept(path))
+
+    def record_probe(self, run_name: str, rule: str, result: dict) -> None:
+        """A probe run from the UI finished: its verdict becomes a ``probe`` fact of the run and
+        moves the diagnosis up (confirmed) or down (refuted), as ``analyze --probe`` does.
+        Call it through :meth:`call` (it touches the run's analyzer)."""
+        run = self.runs.get(run_name)
+        if run is None or run.analyzer is None:
+            return
+        result = dict(result, rule=rule)
+        run.probes[rule] = result
+        for diagnosis in run.diagnoses:
+            if diagnosis.rule == rule:
+                run.analyzer.record_probe(diagnosis, result)
+        run.touched = True
+
+    def _kept(self, path: str) -> list[tuple[int, str]]:
         for run in list(self.runs.values()):
             file = run.files.get(path)
             if file is not None:
-                return list(file.tail), file.lines
-        return [], 0
+                return list(file.tail)  # a deque copy is atomic under the GIL
+        return []
 
     # -- the thread ------------------------------------------------------------------------------
 
@@ -350,9 +376,9 @@ class Model:
         *complete, file.partial = text.split(b"\n")
         for raw in complete:
             line = clean(raw)
-            file.tail.append(line)
+            file.lines += 1
+            file.tail.append((file.lines, line))
             file.new.append(line)
-        file.lines += len(complete)
         if len(file.new) > TAIL_LINES:
             del file.new[:-TAIL_LINES]
         run.dirty = True
@@ -438,8 +464,20 @@ class Model:
             if run.touched and run.analyzer is not None:
                 run.touched = False
                 diagnoses = run.analyzer.diagnoses()
+                if run.probes:
+                    for diagnosis in diagnoses:
+                        if diagnosis.rule in run.probes:
+                            apply_probe(diagnosis, run.probes[diagnosis.rule])
+                    diagnoses = order(diagnoses)
                 signature = tuple(
-                    (d.rule, round(d.confidence, 3), len(d.evidence), d.summary) for d in diagnoses
+                    (
+                        d.rule,
+                        round(d.confidence, 3),
+                        len(d.evidence),
+                        d.summary,
+                        d.probe and d.probe["status"],
+                    )
+                    for d in diagnoses
                 )
                 if signature != run.signature:
                     run.signature = signature
@@ -503,6 +541,28 @@ class Model:
             speed_name=speed_name,
             diagnoses=len(run.diagnoses),
         )
+
+
+def evidence_context(
+    path: str, evidence: Sequence[LogLine], kept: Sequence[tuple[int, str]], around: int = 6
+) -> list[tuple[int, str]]:
+    """The numbered lines within ``around`` lines of each evidence line of ``path``.
+
+    Taken from ``kept`` (the model's numbered tail) when it holds every evidence line; else read
+    from the file, but only trusted when each evidence line is found where the analyzer saw it:
+    after a truncation or a rotation the file on disk numbers its lines differently, and then
+    only the evidence lines themselves are shown, never a stranger's context.
+    """
+    mine = sorted({(line.lineno, line.text) for line in evidence if line.path == path})
+    by_number = dict(kept)
+    if all(lineno in by_number for lineno, _ in mine):
+        wanted = {n for lineno, _ in mine for n in range(lineno - around, lineno + around + 1)}
+        return [(n, by_number[n]) for n in sorted(wanted) if n in by_number]
+    found = load_context(path, [lineno for lineno, _ in mine], around)
+    on_disk = dict(found)
+    if all(text.strip() in on_disk.get(lineno, "\0") for lineno, text in mine):
+        return found
+    return mine
 
 
 def load_context(path: str, linenos: Sequence[int], around: int = 6) -> list[tuple[int, str]]:

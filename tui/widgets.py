@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -135,11 +136,16 @@ class VimTable(DataTable):
         keys = [key for key, _ in rows]
         current = [row.key.value for row in self.ordered_rows]
         if keys == current:
-            columns = [column.key for column in self.ordered_columns]
+            columns = self.ordered_columns
             for key, cells in rows:
                 for column, cell in zip(columns, cells, strict=False):
-                    if str(self.get_cell(key, column)) != str(cell):
-                        self.update_cell(key, column, cell, update_width=True)
+                    text = str(cell)
+                    if str(self.get_cell(key, column.key)) != text:
+                        # Only ever widen a column in place: Textual re-measures the whole
+                        # column when a cell gets narrower, which with 200 rows updated every
+                        # second froze the UI for seconds. A rebuild recomputes the widths.
+                        wider = column.auto_width and cell_len(text) > column.content_width
+                        self.update_cell(key, column.key, cell, update_width=wider)
             return
         selected = self.current_key()
         self.clear()

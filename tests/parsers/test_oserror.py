@@ -125,7 +125,36 @@ POSITIVES = [
         "RuntimeError: unable to write to file </torch_76_3625483894> at"
         " /pytorch/aten/src/TH/THAllocator.c:383",
         "shm_error",
-        {"variant": "other", "pid": 76},
+        {"variant": "write_failed", "pid": 76},
+    ),
+    # https://github.com/MVIG-SJTU/AlphaPose/issues/564
+    (
+        "RuntimeError: unable to write to file </torch_995_2167858072>",
+        "shm_error",
+        {"variant": "write_failed", "pid": 995},
+    ),
+    (
+        "RuntimeError: unable to open shared memory object </torch_5_6> in read-write mode",
+        "shm_error",
+        {"variant": "other", "pid": 5},
+    ),
+    # https://github.com/pytorch/torchtitan/issues/853
+    (
+        "  Error while creating shared memory segment /dev/shm/nccl-1YsMbG (size 7340384)",
+        "shm_error",
+        {"variant": "nccl_segment"},
+    ),
+    # https://github.com/NVIDIA/nccl/issues/525
+    (
+        "[3] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
+        "shm_error",
+        {"variant": "no_space"},
+    ),
+    # https://github.com/msr-fiddle/pipedream/issues/76 (UCX's crash handler inside NCCL)
+    (
+        "[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)",
+        "shm_error",
+        {"variant": "bus_error"},
     ),
     (
         "RuntimeError: DataLoader worker (pid 1234) is killed by signal: Killed.",
@@ -151,6 +180,7 @@ NEGATIVES = [
     "Saving model checkpoint to /ckpt/step_1000",
     "num_workers=8, DataLoader ready",
     "shared memory size: 64G",
+    "[1:2:3] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)",
 ]
 
 

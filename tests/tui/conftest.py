@@ -55,10 +55,10 @@ async def wait_for(pilot, condition: Callable[[], object], timeout: float = 15.0
         await pilot.pause(0.05)
 
 
-async def settle(pilot, quiet: float = 1.0, timeout: float = 15.0) -> None:
+async def settle(pilot, quiet: float = 1.0, timeout: float = 15.0, runs: int = 2) -> None:
     """Wait until the failed run is diagnosed and the model has been quiet for ``quiet`` s."""
     app: CrashcartApp = pilot.app
-    await wait_for(pilot, lambda: app.diagnoses.get("runs/oom") and len(app.runs) == 2, timeout)
+    await wait_for(pilot, lambda: app.diagnoses.get("runs/oom") and len(app.runs) == runs, timeout)
     await wait_for(pilot, lambda: time.monotonic() - app.last_message > quiet, timeout)
     await pilot.pause(0.3)
 

@@ -151,3 +151,87 @@ async def test_new_files_appear_and_tail_follows(runs_dir: Path) -> None:
             handle.write("step 2 loss 1.5\n")
         await wait_for(pilot, lambda: "step 2 loss 1.5" in tail.log_widget.lines)
         assert tail.waiting == 0
+
+
+@async_test
+async def test_probe_verdict_reranks_the_diagnosis(runs_dir: Path) -> None:
+    """The shared_memory probe runs for real on this machine (no GPU needed); its verdict moves
+    the diagnosis' confidence the way ``analyze --probe`` does."""
+    shm_log = Path(__file__).resolve().parents[2] / "rules/examples/shared_memory/bus_error.log"
+    (runs_dir / "shm").mkdir()
+    (runs_dir / "shm" / "train.log").write_bytes(shm_log.read_bytes())
+    app = new_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, runs=3)
+        await wait_for(pilot, lambda: app.diagnoses.get("runs/shm"))
+        table = app.query_one(RunsTable)
+        table.move_cursor(row=row_keys(table).index("run:runs/shm"))
+        await wait_for(pilot, lambda: app.selected_run == "runs/shm")
+        before = app.selected_diagnosis()
+        assert before is not None and before.probe_name == "shared_memory"
+        await pilot.press("p")
+        key = ("runs/shm", before.rule)
+        await wait_for(pilot, lambda: app.probes[key]["status"] != "running", timeout=60)
+        status = app.probes[key]["status"]
+        assert status in ("confirmed", "refuted")  # /dev/shm is either small or roomy
+
+        def reranked():
+            return next(
+                (d for d in app.diagnoses["runs/shm"] if d.rule == before.rule and d.probe), None
+            )
+
+        await wait_for(pilot, reranked)
+        after = reranked()
+        assert after.probe["status"] == status
+        if status == "refuted":
+            assert after.confidence < before.confidence
+        else:
+            assert after.confidence > before.confidence
+        assert f"{status} by the shared_memory probe" in after.reason
+        await pilot.pause(0.3)
+        assert app.query_one(DiagnosesTable).get_row_at(0)[3].plain.endswith(status)
+
+
+@async_test
+async def test_evidence_survives_the_file_being_truncated(runs_dir: Path) -> None:
+    """After a truncation the file on disk numbers its lines anew: the evidence view shows the
+    lines the analyzer read (kept in memory), not whatever now sits at those line numbers."""
+    app = new_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        diagnosis = app.selected_diagnosis()
+        assert diagnosis is not None
+        evidence_text = diagnosis.evidence[0].text
+        log = runs_dir / "oom" / "rank0.log"
+        log.write_text("".join(f"replacement line {i}\n" for i in range(40)))
+        await wait_for(pilot, lambda: "truncated" in str(app.runs["runs/oom"].files[0].note))
+        await pilot.press("enter", "enter")  # runs -> diagnoses -> evidence
+        view = app.query_one(EvidenceView)
+        await wait_for(pilot, lambda: len(view._marks) >= 1)
+        shown = str(view.query_one("#evidence-text").render())
+        assert evidence_text in shown
+        assert "replacement line" not in shown
+
+
+@async_test
+async def test_user_rules_reach_the_ui(runs_dir: Path, tmp_path: Path) -> None:
+    """A rule passed with ``--rules`` (here: through the RuleBase the CLI builds) diagnoses."""
+    from crashcart.analyzer import RuleBase
+
+    rules = tmp_path / "my_rules"
+    rules.mkdir()
+    (rules / "quota.yaml").write_text(
+        "id: config_error.lab_quota\ncategory: config_error\ntitle: The lab's GPU quota ran out\n"
+        "confidence: 0.9\nwhen:\n  all:\n    - fact: line\n"
+        '      regex: "quota exceeded for project (?P<project>\\\\w+)"\n'
+        "summary: Project {project} used its GPU hours.\nfixes:\n"
+        "  - title: Ask for more hours\n    command: labctl quota request {project}\n"
+    )
+    (runs_dir / "lab").mkdir()
+    (runs_dir / "lab" / "train.log").write_text(
+        "step 1 loss 2.0\nquota exceeded for project vision\n"
+    )
+    app = new_app(rulebase=RuleBase.load([rules]))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app.diagnoses.get("runs/lab"))
+        assert app.diagnoses["runs/lab"][0].rule == "config_error.lab_quota"
