@@ -108,13 +108,16 @@ class Analyzer:
 
     def _add(self, findings: list[Finding]) -> list[Hypothesis]:
         touched: list[Hypothesis] = []
+        progress = self.extractor.series.points_by_source
         for finding in findings:
+            if finding.progress is None and finding.evidence:  # found at the end of its file
+                finding.progress = progress[finding.evidence[-1].path]
             touched.extend(self.diagnoser.add(finding))
         return touched
 
     def diagnoses(self) -> list[Diagnosis]:
         """The ranked diagnoses so far."""
-        return self.diagnoser.diagnoses(self.extractor.series.points)
+        return self.diagnoser.diagnoses(self.extractor.series.points_by_source)
 
     def report(self) -> Report:
         """A report of everything read so far."""

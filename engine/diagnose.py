@@ -10,6 +10,7 @@ other rules that fired are listed as ``also_matched``) and hands them to :mod:`.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +84,13 @@ class Diagnoser:
         self._per_kind[draft.kind] += 1
         self._seq += 1
         fact = Fact(
-            draft.kind, draft.fields, finding.evidence, self._seq, finding.rank, finding.attempt
+            draft.kind,
+            draft.fields,
+            finding.evidence,
+            self._seq,
+            finding.rank,
+            finding.attempt,
+            finding.progress or 0,
         )
         try:
             firings = self.session.assert_fact(fact.to_engine(self.sid))
@@ -126,24 +133,30 @@ class Diagnoser:
 
     # -- ranking ---------------------------------------------------------------------------
 
-    def diagnoses(self, points_now: int = 0) -> list[Diagnosis]:
-        """Rank the hypotheses so far; ``points_now`` is the metric lines read (see ranking)."""
+    def diagnoses(self, progress: Mapping[str, int] | None = None) -> list[Diagnosis]:
+        """Rank the hypotheses so far; ``progress`` is the metric lines read per source, to
+        tell the errors a run survived from those that ended it (see ranking)."""
+        progress = progress or {}
         by_category: dict[str, list[Hypothesis]] = {}
         for hypothesis in self.hypotheses.values():
             by_category.setdefault(hypothesis.rule.category, []).append(hypothesis)
-        results = [self._diagnosis(group) for group in by_category.values()]
+        handled = _handled_regions(self.facts.values())
+        results = [self._diagnosis(group, handled) for group in by_category.values()]
         if all(fact.attempt == 1 for fact in self.facts.values()):
             for diagnosis in results:
                 diagnosis.attempts = []  # one attempt: nothing to tell apart
         ranking.link_causes(results, self._explains)
         ranking.favour_first_failure(results, self.facts.values())
-        results += ranking.unrecognised(results, self.facts.values(), points_now)
+        results = ranking.drop_survived(results, self.facts.values(), progress)
+        results += ranking.unrecognised(results, self.facts.values(), progress)
+        ranking.unknown_first_failure(results, self.facts.values())
+        ranking.follow_handled_exceptions(results)
         return ranking.order(results)
 
     def _explains(self, rule_id: str) -> list[str]:
         return self.session.rules[rule_id].explains
 
-    def _diagnosis(self, group: list[Hypothesis]) -> Diagnosis:
+    def _diagnosis(self, group: list[Hypothesis], handled: list[_Region]) -> Diagnosis:
         group.sort(key=lambda h: (-h.rule.confidence, h.first_seq))
         best = group[0]
         rule = best.rule
@@ -180,6 +193,7 @@ class Diagnoser:
             first_seq=best.first_seq,
             attempts=attempts,
             fields=fields,
+            interrupted=_interrupted(all_facts.values(), handled),
         )
 
     def _fields(self, rule: Rule, facts: list[Fact]) -> dict[str, Any]:
@@ -206,3 +220,41 @@ def _evidence(hypothesis: Hypothesis) -> list[LogLine]:
             lines.setdefault((line.path, line.lineno), line)
     ordered = sorted(lines.values(), key=lambda line: (line.path, line.lineno))
     return ordered[:_EVIDENCE_LINES]
+
+
+#: (path, interrupted line, first line, last line): the lines of an exception raised while
+#: handling the exception at the interrupted line.
+_Region = tuple[str, int, int, int]
+
+
+def _handled_regions(facts: Iterable[Fact]) -> list[_Region]:
+    """Where the log shows exceptions raised while handling another (their whole traceback)."""
+    return [
+        (
+            fact.line.path,
+            fact.fields["while_handling_line"],
+            fact.evidence[0].lineno,
+            fact.line.lineno,
+        )
+        for fact in facts
+        if fact.kind == "exception" and "while_handling_line" in fact.fields
+    ]
+
+
+def _interrupted(facts: Iterable[Fact], handled: list[_Region]) -> list[tuple[str, int]]:
+    """Where the exceptions are whose handling raised the errors behind these facts, if every
+    one of these facts is such a secondary error; else ``[]``."""
+    found = set()
+    for fact in facts:
+        if fact.kind == "config":
+            continue
+        line = fact.line
+        where = [
+            (path, interrupted)
+            for path, interrupted, first, last in handled
+            if path == line.path and interrupted < line.lineno <= last and first <= line.lineno
+        ]
+        if not where:
+            return []
+        found.add(where[0])
+    return sorted(found)

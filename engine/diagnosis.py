@@ -31,6 +31,9 @@ class Diagnosis:
     fields: dict[str, Any] = field(default_factory=dict, repr=False)  # of the facts it matched
     attempts: list[int] = field(default_factory=list)
     first_seq: int = 0
+    #: (path, line) of the exceptions this one's errors were raised while handling, when every
+    #: fact behind it is such a secondary failure (see ranking.follow_handled_exceptions).
+    interrupted: list[tuple[str, int]] = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         """The diagnosis as the JSON report's ``diagnoses`` entries (DESIGN.md contract)."""

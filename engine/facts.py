@@ -125,7 +125,7 @@ FACT_KINDS: dict[str, dict[str, str]] = {
     },
     "save_error": {
         "file": "entry of the checkpoint archive being written",
-        "detail": "file_write_failed | unexpected_pos | central_directory",
+        "detail": "file_write_failed | unexpected_pos | central_directory | stream_error",
     },
     "shm_error": {
         "variant": "bus_error | no_space | too_many_open_files | write_failed | nccl_segment | other",
@@ -235,6 +235,8 @@ class Fact:
     seq: int
     rank: int | None = None
     attempt: int = 1
+    #: Metric lines of its source read when the fact was made (did training go on after it?).
+    progress: int = 0
 
     @property
     def line(self) -> LogLine:

@@ -7,7 +7,8 @@ The steps, applied to one diagnosis per category:
 2. First failure: torchrun's "Root Cause (first observed failure)" names a rank; a diagnosis with
    evidence on that rank is the likelier cause and gains a little.
 3. Unrecognised failures: an exception that ended the run and that no rule explains is still
-   reported, with a stable fingerprint to search for, below every known cause.
+   reported, with a stable fingerprint to search for, below every known cause. An error raised
+   while handling an exception is a symptom of that exception's diagnosis, known or not.
 4. Order: causes, then symptoms; by confidence; ties to the earliest evidence.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .diagnosis import Diagnosis
@@ -24,6 +25,18 @@ from .facts import Fact
 SYMPTOM_FACTOR = 0.6
 FIRST_FAILURE_BONUS = 0.05
 UNRECOGNISED_CONFIDENCE = 0.3
+#: Metric lines a file must log after an error for the run to have survived it.
+SURVIVED_AFTER = 5
+#: Categories that a run logs through (no traceback ends them): never "survived".
+_GOES_ON_LOGGING = {
+    "nan_loss",
+    "gradient_explosion",
+    "loss_plateau",
+    "slow_training",
+    "memory_leak",
+    "overfitting",
+    "hang",
+}
 #: Exceptions that say how the run ended rather than why.
 _NOT_A_CAUSE = {"ChildFailedError", "KeyboardInterrupt", "SystemExit", "SignalException"}
 _VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?|'[^']*'|\"[^\"]*\"|/[\w./-]+")
@@ -67,21 +80,63 @@ def fingerprint(exception_type: str, message: str) -> str:
     return hashlib.sha1(f"{exception_type}:{normalised}".encode()).hexdigest()[:12]
 
 
+def survived(fact: Fact, progress: Mapping[str, int], after: int = SURVIVED_AFTER) -> bool:
+    """Whether the fact's file logged ``after`` metric lines or more after it (training went
+    on: the error was handled)."""
+    return progress.get(fact.line.path, 0) - fact.progress >= after
+
+
+def drop_survived(
+    results: list[Diagnosis], facts: Iterable[Fact], progress: Mapping[str, int]
+) -> list[Diagnosis]:
+    """Leave out the errors a run survived (step 3a): a traceback logged and handled (a corrupt
+    record skipped with ``logging.exception``) after which the same file logged training
+    progress for a while, in a run that no later exception ended. When one did, the survived
+    errors stay: a fallback taken after an ImportError can be what failed later. Trends and
+    NaN are kept: a run goes on logging through those."""
+    facts = list(facts)
+    if any(
+        fact.kind == "exception"
+        and fact.fields.get("type") not in _NOT_A_CAUSE
+        and not survived(fact, progress, after=1)
+        for fact in facts
+    ):
+        return results
+    handled = {
+        (line.path, line.lineno)
+        for fact in facts
+        if fact.kind == "exception" and survived(fact, progress)
+        for line in fact.evidence
+    }
+    return [
+        d
+        for d in results
+        if d.category in _GOES_ON_LOGGING
+        or not d.evidence
+        or not all((line.path, line.lineno) in handled for line in d.evidence)
+    ]
+
+
 def unrecognised(
-    results: list[Diagnosis], facts: Iterable[Fact], points_now: int
+    results: list[Diagnosis], facts: Iterable[Fact], progress: Mapping[str, int]
 ) -> list[Diagnosis]:
     """Diagnoses for exceptions that ended the run and that no diagnosis accounts for (step 3).
 
     An exception after which the run went on logging metrics was handled, not fatal: skipped.
     """
     covered = {(line.path, line.lineno) for d in results for line in d.evidence}
+    # The same error read twice (torchrun's --tee copies each rank's output into the console
+    # log too) is covered by a diagnosis of either copy.
+    covered_text = {(line.rank, line.text) for d in results for line in d.evidence}
     found: dict[str, Diagnosis] = {}
     for fact in facts:
         if fact.kind != "exception" or fact.fields.get("type") in _NOT_A_CAUSE:
             continue
-        if fact.fields.get("steps_logged", 0) < points_now:
+        if survived(fact, progress, after=1):
             continue  # training went on after it
-        if any((line.path, line.lineno) in covered for line in fact.evidence):
+        if any((line.path, line.lineno) in covered for line in fact.evidence) or (
+            (fact.line.rank, fact.line.text) in covered_text
+        ):
             continue
         qualname = fact.fields.get("qualname", fact.fields.get("type", "Exception"))
         message = fact.fields.get("message", "")
@@ -112,6 +167,9 @@ def unrecognised(
             reason="no rule matched this exception",
             fingerprint=key,
             first_seq=fact.seq,
+            interrupted=[(fact.line.path, fact.fields["while_handling_line"])]
+            if "while_handling_line" in fact.fields
+            else [],
         )
     return list(found.values())
 
@@ -131,12 +189,57 @@ def apply_probe(diagnosis: Diagnosis, result: dict[str, Any]) -> None:
         diagnosis.reason += f"; refuted by the {result['name']} probe"
 
 
+#: Categories a failing rank causes on the ranks that wait for it.
+_WAITING_SYMPTOMS = ("distributed_timeout", "nccl", "hang")
+
+
+def unknown_first_failure(results: list[Diagnosis], facts: Iterable[Fact]) -> None:
+    """An error no rule knows, on the rank torchrun saw fail first, still explains the
+    timeouts and broken connections of the ranks that waited for it (step 3c)."""
+    first = {
+        f.fields.get("rank", f.rank)
+        for f in facts
+        if f.kind == "process_exit" and f.fields.get("root_cause")
+    } - {None}
+    causes = [d for d in results if d.category == "unrecognised" and first & set(d.ranks)]
+    if not causes:
+        return
+    cause = causes[0]
+    for symptom in results:
+        if symptom.category in _WAITING_SYMPTOMS and not symptom.explained_by:
+            if set(symptom.ranks) & first:
+                continue  # the failing rank's own error
+            symptom.explained_by = cause.category
+            symptom.confidence *= SYMPTOM_FACTOR
+            symptom.reason += f"; a symptom of rank {', '.join(map(str, sorted(first)))}'s error"
+            cause.explains.append(symptom.category)
+    if cause.explains:
+        cause.reason += "; torchrun's first observed failure"
+
+
+def follow_handled_exceptions(results: list[Diagnosis]) -> None:
+    """An error raised while handling an exception (an emergency checkpoint on a full disk after
+    a shape error) is a symptom of the diagnosis of the exception it interrupted (step 3b)."""
+    for secondary in results:
+        if not secondary.interrupted or secondary.explained_by:
+            continue
+        wanted = set(secondary.interrupted)
+        for cause in results:
+            if cause is secondary or not wanted & {(e.path, e.lineno) for e in cause.evidence}:
+                continue
+            secondary.explained_by = cause.category
+            secondary.confidence *= SYMPTOM_FACTOR
+            secondary.reason += f"; raised while handling the {cause.category} error before it"
+            cause.explains.append(secondary.category)
+            break
+
+
 def order(results: list[Diagnosis]) -> list[Diagnosis]:
     """Causes first, then symptoms, each by confidence, ties to the earliest evidence (step 4)."""
     return sorted(
         results,
         key=lambda d: (
-            d.category == "unrecognised",
+            d.category == "unrecognised" and not d.explains,
             d.explained_by is not None,
             -d.confidence,
             d.first_seq,

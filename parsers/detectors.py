@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from collections import deque
+from collections import Counter, deque
 
 from . import trends
 from .base import Draft
@@ -29,6 +29,12 @@ TRIGGERS = {
     "loss_scale": (
         r"(?i)Skipping step|loss scale already at minimum|Minimum loss scale reached"
         r"|gradient overflow|OVERFLOW!|Reducing dynamic loss scale"
+    ),
+    # The run was stopped from outside (a scheduler's time limit, a person's Ctrl-C): after a
+    # silence this marks a hang that someone gave up on, so a shorter silence is enough.
+    "stopped": (
+        r"(?i)\bKeyboardInterrupt\b|received signal (?:15|2)\b|(?:received|got|caught) SIG(?:TERM|INT)\b"
+        r"|exit(?:ed with)? (?:code|status)[: ]+(?:143|130)\b"
     ),
 }
 
@@ -87,8 +93,12 @@ class SeriesTracker:
         self.history: dict[str, deque[float]] = {}
         self.series: dict[str, Series] = {}
         self.points = 0
+        #: Metric lines read per source: whether a file went on training after an error.
+        self.points_by_source: Counter[str] = Counter()
         self.last_step: float | None = None
         self.last_time: float | None = None
+        #: Whether the log says the run was stopped from outside (see TRIGGERS["stopped"]).
+        self.stopped = False
         self.last_line: LogLine | None = None
         self._reported: set[str] = set()
         self._overflows = 0
@@ -101,6 +111,7 @@ class SeriesTracker:
         self.points += 1
         if line is not None:
             self.last_line = line
+            self.points_by_source[line.path] += 1
         if "step" in metrics:
             self.last_step = metrics["step"]
         drafts = []
@@ -164,7 +175,7 @@ class SeriesTracker:
         if progress:
             found += [
                 (d, progress.points[-1:])
-                for d in [trends.silence(progress.points, self.last_time)]
+                for d in [trends.silence(progress.points, self.last_time, self.stopped)]
                 if d
             ]
         results = []

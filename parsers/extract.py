@@ -77,6 +77,8 @@ class Finding:
     evidence: list[LogLine]
     rank: int | None
     attempt: int = 1
+    #: Metric lines of its source read when it was found (did training go on after it?).
+    progress: int | None = None
 
 
 @dataclass
@@ -335,8 +337,10 @@ class Extractor:
             self._new_attempt(out)
             first = len(out)
         self._read_line(state, raw, mask, out, marker)
+        progress = self.series.points_by_source[state.name]
         for finding in out[first:]:
             finding.attempt = self.attempt
+            finding.progress = progress
         if len(out) > first or mask & self._bits.metrics:
             self._attempt_has_content = True
 
@@ -381,6 +385,8 @@ class Extractor:
                 if found:
                     for draft in self.series.observe(found, line, seconds):
                         out.append(Finding(draft, [line], line.rank))
+        if mask & bits.stopped:
+            self.series.stopped = True
         if mask & bits.loss_scale:
             for draft in self.series.loss_scale(line.text):
                 out.append(Finding(draft, [line], line.rank))
@@ -456,30 +462,50 @@ class Extractor:
             return
         final = parsed.final
         rank = logged[0].rank if logged else None
-        phase = phase_of(parsed.frames)
-        evidence = _traceback_evidence(logged, final)
-        fields: dict[str, Any] = {
-            "type": final.type,
-            "qualname": final.qualname,
-            "message": final.message.split("\n", 1)[0][:500],
-            "phase": phase,
-            "frames": len(parsed.frames),
-            "chained": bool(parsed.chain),
-            "steps_logged": self.series.points,
-        }
-        if parsed.chain:
-            fields["cause_type"] = parsed.chain[-1].type
-        out.append(Finding(Draft("exception", fields), evidence, rank))
+        members = [*parsed.chain, final]
+        # Each exception's phase from its own frames and those of the exceptions before it.
+        phases = [
+            phase_of([f for exc in members[: i + 1] for f in exc.frames])
+            for i in range(len(members))
+        ]
+        evidence = [_traceback_evidence(logged, exc) for exc in members]
+        # An exception raised while handling another is a secondary failure (an emergency
+        # checkpoint hitting a full disk after a shape error): its exception fact names the line
+        # of the one it interrupted, and that one gets an exception fact of its own.
+        interrupted = [None] + [
+            _message_line(evidence[i - 1], members[i - 1]) if members[i].while_handling else None
+            for i in range(1, len(members))
+        ]
+        last = len(members) - 1
+        for index, exc in enumerate(members):
+            if index != last and not members[index + 1].while_handling:
+                continue
+            fields: dict[str, Any] = {
+                "type": exc.type,
+                "qualname": exc.qualname,
+                "message": exc.message.split("\n", 1)[0][:500],
+                "phase": phases[index],
+                "frames": len(parsed.frames),
+                "chained": index > 0,
+                "steps_logged": self.series.points,
+            }
+            if index > 0:
+                fields["cause_type"] = members[index - 1].type
+            if interrupted[index] is not None:
+                fields["while_handling_line"] = interrupted[index].lineno
+            out.append(Finding(Draft("exception", fields), evidence[index], rank))
         written_to = _write_location(parsed.frames)
-        for exc in [*parsed.chain, final]:
+        for index, exc in enumerate(members):
             text = f"{exc.qualname}: {exc.message}"
             for module in MESSAGE_PARSERS:
                 for draft in _safe_parse(module, text):
-                    draft.fields.setdefault("phase", phase)
+                    draft.fields.setdefault("phase", phases[index])
                     draft.fields.setdefault("steps_logged", self.series.points)
                     if draft.kind == "os_error" and written_to and "path" not in draft.fields:
                         draft.fields["mount_hint"] = written_to
-                    out.append(Finding(draft, evidence, rank))
+                    out.append(Finding(draft, evidence[index], rank))
+        if final.type == "KeyboardInterrupt":
+            self.series.stopped = True
         if final.type == "ChildFailedError":
             state.elastic_wait = _ELASTIC_WAIT_LINES
 
@@ -525,7 +551,8 @@ class _BitMap:
         # get the bit just above the main prefilter's.
         self.sampled_metrics = 1 << prefilter.size
         self.metrics |= self.sampled_metrics
-        self.loss_scale = mask("detectors", detectors.TRIGGERS)
+        self.loss_scale = mask("detectors", ["loss_scale"])
+        self.stopped = mask("detectors", ["stopped"])
         self.config = mask("config", CONFIG_TRIGGERS)
         self.records = self.traceback | self.metrics | self.config
         self.attempts = mask("attempts", attempts.TRIGGERS)
@@ -702,8 +729,22 @@ def _traceback_evidence(lines: list[LogLine], final: traceback.ExceptionInfo) ->
     frames = [i for i in range(start) if lines[i].text.lstrip().startswith("File ")][
         -_EVIDENCE_FRAMES:
     ]
-    message = [line for line in lines[start:] if line.text.strip()][:_MAX_MESSAGE_EVIDENCE]
-    return [lines[i] for i in frames] + message
+    message = []
+    for line in lines[start:]:
+        text = line.text.strip()
+        if message and (text in traceback.CHAIN_MARKERS or text.startswith(traceback.START)):
+            break  # the next exception of a chain
+        if text:
+            message.append(line)
+    return [lines[i] for i in frames] + message[:_MAX_MESSAGE_EVIDENCE]
+
+
+def _message_line(evidence: list[LogLine], exc: traceback.ExceptionInfo) -> LogLine | None:
+    """The ``Type: message`` line among an exception's evidence lines."""
+    for line in evidence:
+        if line.text.startswith(exc.qualname):
+            return line
+    return evidence[-1] if evidence else None
 
 
 def _elastic_evidence(lines: list[LogLine], draft: Draft) -> list[LogLine]:

@@ -26,7 +26,7 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@
 
 _TIMESTAMP = (
     r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
-    r"|\d\d/\d\d/\d{4} \d\d:\d\d:\d\d"
+    r"|\d\d/\d\d/\d{4}[ ]\d\d:\d\d:\d\d"  # "[ ]": _PREFIX is a VERBOSE regex
 )
 # One prefix at a time, applied until none matches: launchers nest them freely
 # (`[default0]:[2024-...][INFO] ...`, `3: [rank3]: ...`).

@@ -6,6 +6,7 @@ Real examples::
     cp: write error: No space left on device
     RuntimeError: [enforce fail at inline_container.cc:471] . PytorchStreamWriter failed writing file data/3: file write failed
     RuntimeError: [enforce fail at inline_container.cc:664] . unexpected pos 704 vs 598
+    RuntimeError: basic_ios::clear: iostream error
     RuntimeError: unable to write to file </torch_722_783672312_1>: No space left on device (28)
     ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).
     include/shm.h:48 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-CsYXMW (size 9637888)
@@ -190,6 +191,10 @@ def _save_error(text: str, grammar: dict[str, pp.ParserElement]) -> Draft | None
         else:
             fields["file"] = writer["file"]
             fields["detail"] = "file_write_failed"
+    if "basic_ios::clear: iostream error" in text:
+        # torch.save's zip writer on a full device (seen writing to /dev/full); only a save
+        # error when it came from torch.save, which the rules check with the phase.
+        fields["detail"] = "stream_error"
     unexpected = _first(grammar["unexpected"], text) if "unexpected pos" in text else None
     if unexpected is not None:
         fields.setdefault("detail", "unexpected_pos")

@@ -51,11 +51,11 @@ def _build_exception_line() -> pp.ParserElement:
 
 FRAME_LINE = _build_frame_line()
 EXCEPTION_LINE = _build_exception_line()
-_CHAIN_MARKERS = (
+CHAIN_MARKERS = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
 )
-_START = "Traceback (most recent call last):"
+START = "Traceback (most recent call last):"
 # A line that begins a new log record rather than continuing an exception message.
 _NEW_RECORD = re.compile(
     r"^(?:Traceback \(most recent|[EWIF]\d{4} \d\d:|\[[EWI] |(?:INFO|WARNING|WARN|DEBUG|CRITICAL)\b"
@@ -80,6 +80,9 @@ class ExceptionInfo:
     qualname: str
     message: str
     frames: list[Frame] = field(default_factory=list)
+    #: Raised inside an ``except`` block handling the exception before it ("During handling of
+    #: the above exception, another exception occurred"): a secondary failure, not the cause.
+    while_handling: bool = False
 
     @property
     def type(self) -> str:
@@ -116,9 +119,12 @@ def parse_block(lines: list[str]) -> Traceback | None:
     exceptions: list[ExceptionInfo] = []
     frames: list[Frame] = []
     current: ExceptionInfo | None = None
+    handling = False
     for text in lines:
         stripped = text.strip()
-        if stripped == _START or stripped in _CHAIN_MARKERS or not stripped:
+        if stripped == START or stripped in CHAIN_MARKERS or not stripped:
+            if stripped in CHAIN_MARKERS:
+                handling = stripped == CHAIN_MARKERS[0]
             current = None
             continue
         if text[:1].isspace():
@@ -140,9 +146,15 @@ def parse_block(lines: list[str]) -> Traceback | None:
             found = EXCEPTION_LINE.parse_string(text)
         except pp.ParseException:
             continue
-        current = ExceptionInfo(found["qualname"], found.get("message", "").strip(), frames)
+        current = ExceptionInfo(
+            found["qualname"],
+            found.get("message", "").strip(),
+            frames,
+            handling and bool(exceptions),
+        )
         exceptions.append(current)
         frames = []
+        handling = False
     if not exceptions:
         return None
     return Traceback(exceptions[-1], exceptions[:-1])
@@ -181,7 +193,7 @@ class TracebackCollector:
             return self.finish(), False
         stripped = text.strip()
         if self.state == "frames":
-            if stripped.startswith(_START):
+            if stripped.startswith(START):
                 self.lines = [text]  # the previous header had no body; start over
                 return None, True
             if text[:1].isspace() or not stripped:
@@ -195,7 +207,7 @@ class TracebackCollector:
             if not stripped:
                 self.state = "after_blank"
                 return None, True
-            if stripped in _CHAIN_MARKERS:
+            if stripped in CHAIN_MARKERS:
                 self.lines.append(text)
                 self.state = "chain"
                 return None, True
@@ -205,7 +217,7 @@ class TracebackCollector:
             self.lines.append(text)
             return None, True
         if self.state == "after_blank":
-            if stripped in _CHAIN_MARKERS:
+            if stripped in CHAIN_MARKERS:
                 self.lines.append(text)
                 self.state = "chain"
                 return None, True
@@ -215,7 +227,7 @@ class TracebackCollector:
         # state == "chain": blank lines, then the next Traceback header
         if not stripped:
             return None, True
-        if stripped.startswith(_START):
+        if stripped.startswith(START):
             self.lines.append(text)
             self.state = "frames"
             return None, True

@@ -86,7 +86,10 @@ def plateau(name: str, points: list[Point]) -> Draft | None:
     if first <= 0:
         return None
     improvement = (first - last) / first
-    best = min(p.value for p in points)
+    # The best stretch, not the best single value: one lucky batch in a noisy flat loss is not
+    # progress.
+    step = max(1, window // 2)
+    best = min(_median(points[i : i + window]) for i in range(0, len(points) - window + 1, step))
     if improvement >= 0.02 or (first - best) / first >= 0.1:
         return None
     fields = {
@@ -156,7 +159,13 @@ def overfitting(eval_points: list[Point], train_points: list[Point]) -> Draft | 
     if len(after) < 4 or last.value < 1.05 * best.value:
         return None
     ups = sum(b.value > a.value for a, b in itertools.pairwise(after))
-    if ups < (len(after) - 1) * 2 / 3:
+    # Rising step by step, or (a noisy validation set) settled well above its best and still
+    # higher in the second half of the evaluations since the best than in the first.
+    values = [p.value for p in after]
+    half = len(values) // 2
+    risen = statistics.median(values[-max(3, len(values) // 3) :]) >= 1.25 * best.value
+    rising = statistics.median(values[half:]) >= 1.1 * statistics.median(values[:half])
+    if ups < (len(after) - 1) * 2 / 3 and not (risen and rising):
         return None
     train_then = [p.value for p in train_points if p.index <= best.index][-TAIL:]
     train_now = [p.value for p in train_points if p.index > best.index][-TAIL:]
@@ -176,15 +185,22 @@ def overfitting(eval_points: list[Point], train_points: list[Point]) -> Draft | 
     return Draft("overfitting", fields)
 
 
-def silence(progress: list[Point], last_time: float | None) -> Draft | None:
-    """The log went on (an error, a timeout) long after progress stopped."""
+def silence(progress: list[Point], last_time: float | None, stopped: bool = False) -> Draft | None:
+    """The log went on (an error, a timeout) long after progress stopped.
+
+    A silence counts from ten times the run's own cadence and at least 5 minutes (evaluations
+    and checkpoints pause a healthy run for minutes). When the run was then stopped from outside
+    (SIGTERM, Ctrl-C), someone gave up waiting: thirty times the cadence and 20 s suffice.
+    """
     times = [p.time for p in progress if p.time is not None]
     if len(times) < 5 or last_time is None:
         return None
     gaps = [b - a for a, b in itertools.pairwise(times) if b >= a]
     cadence = statistics.median(gaps) if gaps else 0
+    if not cadence:  # timestamps in whole seconds, several lines a second
+        cadence = (times[-1] - times[0]) / (len(times) - 1)
     quiet = last_time - times[-1]
-    if quiet < max(10 * cadence, 300):
+    if quiet < (max(30 * cadence, 20) if stopped else max(10 * cadence, 300)):
         return None
     fields = {
         "silence_s": round(quiet, 1),

@@ -95,3 +95,109 @@ def test_each_attempt_is_reported_as_such() -> None:
     by_category = {d.category: d for d in report.diagnoses}
     assert by_category["cuda_oom"].attempts == [1]
     assert by_category["checkpoint_load"].attempts == [2]
+
+
+SHAPE_THEN_FULL_DISK = """\
+    step 10 loss 2.1
+    Traceback (most recent call last):
+      File "train.py", line 40, in <module>
+        out = model(x)
+      File "model.py", line 12, in forward
+        h = x.view(64, 8, 6)
+    RuntimeError: shape '[64, 8, 6]' is invalid for input of size 1536
+
+    During handling of the above exception, another exception occurred:
+
+    Traceback (most recent call last):
+      File "train.py", line 44, in <module>
+        torch.save(model.state_dict(), "/ckpt/emergency.pt")
+      File "torch/serialization.py", line 834, in __exit__
+        self.file_like.write_end_of_file()
+    RuntimeError: [enforce fail at inline_container.cc:672] . unexpected pos 64 vs 0
+"""
+
+
+def test_an_error_raised_while_handling_another_is_its_symptom() -> None:
+    """The emergency checkpoint failed on a full disk, after the shape error: the last error is
+    not the cause."""
+    report = run_text(SHAPE_THEN_FULL_DISK)
+    assert categories(report) == ["shape_mismatch", "disk_full"]
+    shape, disk = report.diagnoses
+    assert disk.explained_by == "shape_mismatch"
+    assert "raised while handling" in disk.reason
+    assert any("invalid for input of size" in line.text for line in shape.evidence)
+    assert all("unexpected pos" not in line.text for line in shape.evidence)
+
+
+def test_a_direct_cause_chain_is_not_a_secondary_failure() -> None:
+    report = run_text(
+        SHAPE_THEN_FULL_DISK.replace(
+            "During handling of the above exception, another exception occurred:",
+            "The above exception was the direct cause of the following exception:",
+        )
+    )
+    assert all(d.explained_by is None for d in report.diagnoses)
+
+
+HANDLED_RECORD = """\
+    step 10 loss 2.1
+    WARNING skipping corrupt record 17
+    Traceback (most recent call last):
+      File "data.py", line 9, in __getitem__
+        return json.loads(line)
+    json.decoder.JSONDecodeError: Expecting ',' delimiter: line 1 column 30 (char 29)
+"""
+
+
+def test_a_handled_error_in_a_run_that_went_on_is_not_reported() -> None:
+    steps = "".join(f"    step {i} loss {2 - i / 100}\n" for i in range(11, 19))
+    assert run_text(HANDLED_RECORD + steps).diagnoses == []
+    # ... unless the run then failed: the skipped record may be why
+    crash = """\
+    Traceback (most recent call last):
+      File "train.py", line 3, in <module>
+        run()
+    mylib.errors.WidgetError: no batch
+"""
+    found = categories(run_text(HANDLED_RECORD + steps + crash))
+    assert found[0] == "data_error" and found[-1] == "unrecognised"
+    # ... and an error followed by a line or two did not leave the run running
+    assert categories(run_text(HANDLED_RECORD + "    step 11 loss 2.0\n"))[0] == "data_error"
+
+
+def test_an_unknown_error_on_the_first_failed_rank_explains_the_waiting_ranks() -> None:
+    log = """\
+        [rank0]: Traceback (most recent call last):
+        [rank0]:   File "train.py", line 3, in <module>
+        [rank0]:     evaluate()
+        [rank0]: mylib.errors.WidgetError: widget 42 exploded
+        [rank1]: Traceback (most recent call last):
+        [rank1]:   File "train.py", line 5, in <module>
+        [rank1]:     dist.barrier()
+        [rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.1]:5921
+        torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+        ============================================================
+        train.py FAILED
+        ------------------------------------------------------------
+        Failures:
+        [1]:
+          time      : 2024-06-01_10:00:01
+          host      : node1
+          rank      : 1 (local_rank: 1)
+          exitcode  : 1 (pid: 4321)
+          error_file: <N/A>
+          traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+        ------------------------------------------------------------
+        Root Cause (first observed failure):
+        [0]:
+          time      : 2024-06-01_10:00:00
+          host      : node1
+          rank      : 0 (local_rank: 0)
+          exitcode  : 1 (pid: 4320)
+          error_file: <N/A>
+          traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+        ============================================================
+    """
+    report = run_text(log)
+    assert categories(report)[:2] == ["unrecognised", "distributed_timeout"]
+    assert report.diagnoses[1].explained_by == "unrecognised"

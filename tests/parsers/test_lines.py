@@ -39,6 +39,12 @@ def test_timestamp_prefixes() -> None:
         "2024-05-01 12:00:03,114",
     )
     assert peel("[2024-05-01T12:00:03.5Z] boom")[2] == "2024-05-01T12:00:03.5Z"
+    # transformers' example scripts: logging with datefmt="%m/%d/%Y %H:%M:%S"
+    assert peel("05/01/2024 12:00:03 - INFO - __main__ - step") == (
+        "INFO - __main__ - step",
+        None,
+        "05/01/2024 12:00:03",
+    )
 
 
 def test_nested_prefixes_and_indentation_survive() -> None:

@@ -46,6 +46,15 @@ def test_chained_exceptions_keep_their_causes() -> None:
     assert parsed is not None
     assert parsed.final.qualname == "FileNotFoundError"
     assert [e.type for e in parsed.chain] == ["KeyError"]
+    assert parsed.final.while_handling and not parsed.chain[0].while_handling
+    direct = [
+        line.replace(
+            "During handling of the above exception, another exception occurred:",
+            "The above exception was the direct cause of the following exception:",
+        )
+        for line in CHAINED
+    ]
+    assert not parse_block(direct).final.while_handling  # raise ... from: not a second failure
 
 
 def test_qualified_exception_names() -> None:

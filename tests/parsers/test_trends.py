@@ -84,3 +84,35 @@ def test_silence_is_relative_to_the_run_cadence() -> None:
     progress = series([0.0] * 20, times=[1000.0 + 2 * i for i in range(20)])
     assert trends.silence(progress, last_time=1038.0 + 400) is not None
     assert trends.silence(progress, last_time=1038.0 + 30) is None
+
+
+def test_silence_before_an_outside_stop_needs_less() -> None:
+    """A run stopped (SIGTERM, Ctrl-C) after going quiet: someone gave up on a hang."""
+    progress = series([0.0] * 20, times=[1000.0 + 0.2 * i for i in range(20)])
+    last = progress[-1].time
+    assert trends.silence(progress, last_time=last + 25, stopped=True) is not None
+    assert trends.silence(progress, last_time=last + 25) is None  # an eval pause, maybe
+    assert trends.silence(progress, last_time=last + 5, stopped=True) is None
+
+
+def test_silence_with_whole_second_timestamps() -> None:
+    progress = series([0.0] * 20, times=[1000.0 + i // 4 for i in range(20)])
+    draft = trends.silence(progress, last_time=1004.0 + 33, stopped=True)
+    assert draft is not None and draft.fields["cadence_s"] > 0
+
+
+def test_plateau_is_not_undone_by_one_lucky_batch() -> None:
+    rng = random.Random(1)
+    flat = [1.6 + rng.uniform(-0.08, 0.08) for _ in range(200)]
+    flat[120] = 1.3  # one easy batch
+    assert trends.plateau("loss", series(flat)) is not None
+
+
+def test_overfitting_on_a_noisy_validation_set() -> None:
+    train = series([1.0 * 0.97**i for i in range(180)])
+    noisy = [0.66, 0.93, 0.72, 1.16, 1.39, 1.25, 1.33, 1.25, 1.5, 1.41, 1.57, 1.32, 1.4, 1.42]
+    evals = [Point(v, 10 + 12 * i, None) for i, v in enumerate(noisy)]
+    assert trends.overfitting(evals, train) is not None
+    flat = [0.9, 1.1, 0.95, 1.05, 0.9, 1.08, 0.97, 1.02, 0.93, 1.06, 0.95, 1.0]
+    evals = [Point(v, 10 + 12 * i, None) for i, v in enumerate(flat)]
+    assert trends.overfitting(evals, train) is None  # noisy but not rising
