@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -49,6 +50,7 @@ from .widgets import (
 )
 
 NARROW = 110  # columns below which the panes stack
+SWITCH_INTERVAL = 0.0005  # seconds a thread holds the GIL before another may take it
 
 
 def _while_mounted(handler: Callable[..., None]) -> Callable[..., None]:
@@ -151,6 +153,15 @@ class CrashcartApp(App[None]):
                 yield ProbePanel(id="probe-panel")
         yield Footer()
 
+    def on_load(self) -> None:
+        """Start reading the files before the first screen is built: the listing is ready
+        when the model's worker starts."""
+        # The follower makes many short system calls, each giving up the GIL; with the UI
+        # thread busy, each took up to the default 5 ms to get it back (hundreds of them to
+        # list 50 files). A shorter interval keeps the reading threads moving.
+        sys.setswitchinterval(SWITCH_INTERVAL)
+        self.model.start_following()
+
     def on_mount(self) -> None:
         """Start the model's worker and the refresh timer."""
         self.sub_title = self.directory
@@ -179,12 +190,15 @@ class CrashcartApp(App[None]):
     def on_run_updated(self, message: RunUpdated) -> None:
         """Keep the newest snapshot of each run; the timer redraws the list."""
         self.last_message = time.monotonic()
+        listed = True
         for run in message.runs:
+            old = self.runs.get(run.name)
+            listed &= old is not None and len(old.files) == len(run.files)
             self.runs[run.name] = run
             if run.name == self.selected_run:
                 self.query_one(Metrics).show(run)
         self._runs_dirty = True
-        if self.selected_run is None:
+        if self.selected_run is None or not listed:  # a new run or file shows at once
             self._refresh_runs()
 
     @_while_mounted

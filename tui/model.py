@@ -35,6 +35,9 @@ from ..parsers.lines import LogLine, clean
 from ..watch import CONCLUDE_EVERY, EVIDENCE_WAIT, HANG_FACTOR
 
 PUBLISH_EVERY = 0.1  # seconds between snapshots posted to the app (at most)
+#: Seconds per cycle for analysing the bytes read while the rules were loading (a directory of
+#: large logs): the rest of the cycle the UI thread has the interpreter to itself.
+CATCH_UP_BUDGET = 0.05
 TAIL_LINES = 2000  # lines kept per file for the tail view
 SERIES_POINTS = 120  # metric values sent for a sparkline
 
@@ -197,7 +200,7 @@ class _RunState:
     name: str
     analyzer: Analyzer | None = None
     files: dict[str, _FileState] = field(default_factory=dict)
-    pending: list[Data] = field(default_factory=list)  # read before the rules were ready
+    pending: deque[Data] = field(default_factory=deque)  # read before its analysis could start
     diagnoses: list[Diagnosis] = field(default_factory=list)
     signature: tuple = ()
     progress: deque[float] = field(default_factory=lambda: deque(maxlen=64))
@@ -239,6 +242,7 @@ class Model:
         self._stop = threading.Event()
         self._ready_told = False
         self._inbox: queue.Queue[Callable[[], None]] = queue.Queue()
+        self._starting = threading.Lock()
         self.follower: Follower | None = None
         #: The file whose new lines the app shows (FileActivity is posted for it only).
         self.watched: str | None = None
@@ -288,14 +292,28 @@ class Model:
 
     # -- the thread ------------------------------------------------------------------------------
 
+    def start_following(self) -> None:
+        """Find the files and start reading them (a few ms; call it early, before the UI
+        starts, so that the first screen lists them)."""
+        with self._starting:  # the app's on_load and the worker may both ask
+            if self.follower is None:
+                follower = Follower(self.targets, globs=self.globs, poll=self.poll)
+                follower.start()
+                self.follower = follower
+
     def run(self, cancelled: Callable[[], bool] | None = None) -> None:
         """Follow, analyse and publish until :meth:`stop` (or ``cancelled()`` is true)."""
-        self.follower = Follower(self.targets, globs=self.globs, poll=self.poll)
-        self.follower.start()
-        if self._rulebase is None:  # after the follower's start: the files are listed sooner
-            threading.Thread(target=self._load_rules, name="crashcart-rules", daemon=True).start()
+        self.start_following()
+        assert self.follower is not None
         self.post(ModelNotice(f"following: {self.follower.mode_reason}"))
         try:
+            # List the files first, then load the rules: compiling them would hold the GIL
+            # while the first screen waits for the listing.
+            self._list_initial_files()
+            if self._rulebase is None:
+                threading.Thread(
+                    target=self._load_rules, name="crashcart-rules", daemon=True
+                ).start()
             while not self._stop.is_set() and not (cancelled and cancelled()):
                 self._cycle()
         finally:
@@ -312,19 +330,39 @@ class Model:
         finally:
             self._rules_ready.set()
 
-    def _cycle(self) -> None:
-        """Read for up to PUBLISH_EVERY seconds, then check timers and publish what changed."""
+    def _list_initial_files(self, limit: float = 1.0) -> None:
+        """Take what the follower reads at start until it goes quiet, and publish it."""
         assert self.follower is not None
-        deadline = time.monotonic() + PUBLISH_EVERY
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or self._stop.is_set():
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline and not self._stop.is_set():
+            item = self.follower.get(timeout=0.05)
+            if item is None:
                 break
-            item = self.follower.get(timeout=min(left, 0.05))
             if isinstance(item, Data):
                 self._data(item)
             elif isinstance(item, Notice):
                 self._notice(item)
+        self._publish()
+
+    def _cycle(self) -> None:
+        """Read for up to PUBLISH_EVERY seconds, then check timers and publish what changed."""
+        assert self.follower is not None
+        deadline = time.monotonic() + PUBLISH_EVERY
+        catching_up = 0.0
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or self._stop.is_set():
+                break
+            backlog = self._backlog() if catching_up < CATCH_UP_BUDGET else None
+            item = self.follower.get(timeout=0 if backlog else min(left, 0.05))
+            if isinstance(item, Data):
+                self._data(item)
+            elif isinstance(item, Notice):
+                self._notice(item)
+            elif backlog is not None:  # nothing new to read: analyse what waits
+                started = time.monotonic()
+                self._feed(backlog, backlog.pending.popleft())
+                catching_up += time.monotonic() - started
         while True:
             try:
                 self._inbox.get_nowait()()
@@ -382,7 +420,7 @@ class Model:
         if len(file.new) > TAIL_LINES:
             del file.new[:-TAIL_LINES]
         run.dirty = True
-        if run.analyzer is None:
+        if run.analyzer is None or run.pending:  # keep the order: older bytes wait first
             run.pending.append(item)
         else:
             self._feed(run, item)
@@ -406,12 +444,17 @@ class Model:
         for run in self.runs.values():
             if run.analyzer is None:
                 run.analyzer = Analyzer(self._rulebase)
-                pending, run.pending = run.pending, []
-                for item in pending:
-                    self._feed(run, item)
-                run.touched = True
-                run.dirty = True
                 run.concluded_at = 0.0
+                run.touched = run.dirty = True
+
+    def _backlog(self) -> _RunState | None:
+        """A run with bytes waiting for analysis (read while the rules were loading), if any:
+        they are analysed between reads, so a directory of large logs never stops the model
+        from publishing."""
+        for run in self.runs.values():
+            if run.pending and run.analyzer is not None:
+                return run
+        return None
 
     # -- timers ----------------------------------------------------------------------------------
 

@@ -173,8 +173,10 @@ class RunsTable(VimTable):
         self.add_column("status", key="status", width=8)
         self.add_column("run / file", key="name")
         self.add_column("active", key="active", width=6)
-        self.add_column("step", key="step")
-        self.add_column("loss", key="loss")
+        # Fixed widths: cells are updated in place and columns only ever widen (see
+        # replace_rows), so an auto width would depend on the values shown before.
+        self.add_column("step", key="step", width=8)
+        self.add_column("loss", key="loss", width=9)
 
     def show(
         self, runs: Sequence[RunInfo], now: float, name_filter: str = "", root: str = ""

@@ -14,8 +14,17 @@ from tests.tui.conftest import new_app, settle, wait_for
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
 
 
+def _all_read(app) -> bool:
+    """Every file's lines are in the model's snapshot (under load, quiet is not enough)."""
+    files = [file for run in app.runs.values() for file in run.files]
+    return bool(files) and all(
+        file.lines == Path(file.path).read_bytes().count(b"\n") for file in files
+    )
+
+
 async def _ready(pilot) -> None:
     await settle(pilot)
+    await wait_for(pilot, lambda: _all_read(pilot.app))
     view = pilot.app.query_one("EvidenceView")
     await wait_for(pilot, lambda: len(view._marks) >= 2)
     await pilot.pause(1.0)
