@@ -50,6 +50,8 @@ COLLAPSED_SCALE = 8.0
 MIN_OVERFLOWS = 3
 _WATCHED = ("loss", "grad_norm", "eval_loss")
 SERIES_CAPACITY = 2048
+#: Metric lines remembered to recognise the same line in a second file (a bounded memory).
+SEEN_LIMIT = 65536
 #: metric name -> the series it feeds (throughput series are split per progress bar).
 _SERIES_KEYS = {
     "loss": "loss",
@@ -101,6 +103,7 @@ class SeriesTracker:
         self.stopped = False
         self.last_line: LogLine | None = None
         self._reported: set[str] = set()
+        self._first_seen: dict[int, str] = {}
         self._overflows = 0
         self._first_scale: float | None = None
 
@@ -112,6 +115,8 @@ class SeriesTracker:
         if line is not None:
             self.last_line = line
             self.points_by_source[line.path] += 1
+            if self._copy_of_another_file(line):
+                return []
         if "step" in metrics:
             self.last_step = metrics["step"]
         drafts = []
@@ -139,6 +144,18 @@ class SeriesTracker:
         if time is not None:
             self.progress.add(trends.Point(0.0, self.points, metrics.get("step"), time, line))
         return drafts
+
+    def _copy_of_another_file(self, line: LogLine) -> bool:
+        """Whether another file already showed this metric line: torchrun's ``--tee`` copies
+        every rank's output into the console log, and a run directory holds both, so each value
+        would count twice. Repeats within one file are real and kept."""
+        key = hash(line.text)
+        first = self._first_seen.get(key)
+        if first is None:
+            if len(self._first_seen) < SEEN_LIMIT:
+                self._first_seen[key] = line.path
+            return False
+        return first != line.path
 
     @property
     def progress(self) -> Series:

@@ -21,6 +21,7 @@ restarts, a single spike, a converged (flat) tail, evaluation bars running at th
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +78,20 @@ def divergence(name: str, points: list[Point]) -> Draft | None:
     return Draft("divergence", fields)
 
 
+def _noise_floor(points: list[Point], window: int, level: float) -> float:
+    """The smallest relative change between two window medians that is not noise: 2%, or
+    more on a noisy loss (per-step noise estimated from successive differences, robust to the
+    trend; the difference of two medians of ``window`` values, at 2.5 standard errors)."""
+    diffs = [abs(b.value - a.value) for a, b in itertools.pairwise(points)]
+    if not diffs or level <= 0:
+        return 0.02
+    # |a - b| of two noisy values has median 0.6745 * sqrt(2) * sigma; a median of n values
+    # has standard error 1.2533 * sigma / sqrt(n); the difference of two, sqrt(2) times that.
+    sigma = statistics.median(diffs) / (0.6745 * math.sqrt(2))
+    standard_error = math.sqrt(2) * 1.2533 * sigma / math.sqrt(window)
+    return max(0.02, 2.5 * standard_error / level)
+
+
 def plateau(name: str, points: list[Point]) -> Draft | None:
     """The loss at the end is no better than at the start, over a long run."""
     if name != "loss" or len(points) < MIN_POINTS["plateau"]:
@@ -90,7 +105,7 @@ def plateau(name: str, points: list[Point]) -> Draft | None:
     # progress.
     step = max(1, window // 2)
     best = min(_median(points[i : i + window]) for i in range(0, len(points) - window + 1, step))
-    if improvement >= 0.02 or (first - best) / first >= 0.1:
+    if improvement >= _noise_floor(points, window, first) or (first - best) / first >= 0.1:
         return None
     fields = {
         "metric": name,

@@ -71,3 +71,17 @@ def test_constant_bf16_scale_of_one_is_not_a_collapse() -> None:
     for step in range(50):
         drafts += tracker.observe({"step": float(step), "loss": 2.0, "loss_scale": 1.0})
     assert drafts == []
+
+
+def test_a_line_copied_into_a_second_file_counts_once() -> None:
+    """torchrun --tee: the console log and rank0.log hold the same lines."""
+    from crashcart.parsers.lines import LogLine
+
+    tracker = SeriesTracker()
+    for path in ("train.log", "rank0.log"):
+        for step in range(5):
+            text = f"step {step} loss {2 - step / 10}"
+            tracker.observe({"loss": 2 - step / 10}, LogLine(path, step + 1, text))
+    tracker.observe({"loss": 1.5}, LogLine("train.log", 6, "step 4 loss 1.6"))  # a real repeat
+    assert len(tracker.series["loss"].points) == 6
+    assert tracker.points_by_source == {"train.log": 6, "rank0.log": 5}

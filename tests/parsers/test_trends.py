@@ -116,3 +116,11 @@ def test_overfitting_on_a_noisy_validation_set() -> None:
     flat = [0.9, 1.1, 0.95, 1.05, 0.9, 1.08, 0.97, 1.02, 0.93, 1.06, 0.95, 1.0]
     evals = [Point(v, 10 + 12 * i, None) for i, v in enumerate(flat)]
     assert trends.overfitting(evals, train) is None  # noisy but not rising
+
+
+def test_on_a_noisy_loss_a_small_difference_is_noise_not_progress() -> None:
+    rng = random.Random(4)
+    flat = [1.6 - 0.04 * i / 120 + rng.uniform(-0.1, 0.1) for i in range(120)]  # 2.5%: noise
+    assert trends.plateau("loss", series(flat)) is not None
+    learning = [1.6 - 0.4 * i / 120 + rng.uniform(-0.1, 0.1) for i in range(120)]
+    assert trends.plateau("loss", series(learning)) is None
