@@ -46,7 +46,7 @@ def new_app(directory: str | Path = "runs", **kwargs) -> CrashcartApp:
     return CrashcartApp(directory, **kwargs)
 
 
-async def wait_for(pilot, condition: Callable[[], object], timeout: float = 15.0) -> None:
+async def wait_for(pilot, condition: Callable[[], object], timeout: float = 30.0) -> None:
     """Let the app run until ``condition()`` is true, or fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while not condition():
@@ -55,7 +55,7 @@ async def wait_for(pilot, condition: Callable[[], object], timeout: float = 15.0
         await pilot.pause(0.05)
 
 
-async def settle(pilot, quiet: float = 1.0, timeout: float = 15.0, runs: int = 2) -> None:
+async def settle(pilot, quiet: float = 1.0, timeout: float = 40.0, runs: int = 2) -> None:
     """Wait until the failed run is diagnosed and the model has been quiet for ``quiet`` s."""
     app: CrashcartApp = pilot.app
     await wait_for(pilot, lambda: app.diagnoses.get("runs/oom") and len(app.runs) == runs, timeout)
