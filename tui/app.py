@@ -130,6 +130,7 @@ class CrashcartApp(App[None]):
         self.mode = "starting"
         self.last_message = time.monotonic()  # when the model last said something (for tests)
         self._runs_dirty = False
+        self._switch_interval = sys.getswitchinterval()
 
     # -- layout ----------------------------------------------------------------------------------
 
@@ -159,6 +160,7 @@ class CrashcartApp(App[None]):
         # The follower makes many short system calls, each giving up the GIL; with the UI
         # thread busy, each took up to the default 5 ms to get it back (hundreds of them to
         # list 50 files). A shorter interval keeps the reading threads moving.
+        self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_INTERVAL)
         self.model.start_following()
 
@@ -173,8 +175,9 @@ class CrashcartApp(App[None]):
         self.set_interval(1.0, self._tick_ages)
 
     def on_unmount(self) -> None:
-        """Stop the model's thread."""
+        """Stop the model's thread; give the interpreter its switch interval back."""
         self.model.stop()
+        sys.setswitchinterval(self._switch_interval)
 
     # -- the model's worker and its messages -----------------------------------------------------
 
