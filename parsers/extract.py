@@ -220,7 +220,9 @@ class Extractor:
     def flush_blocks(self, source: str, out: list[Finding] | None = None) -> list[Finding]:
         """Close the open blocks of a source (end of input, or the live evidence bound)."""
         out = [] if out is None else out
-        state = self._sources[source]
+        state = self._sources.get(source)
+        if state is None:  # nothing of it read yet
+            return out
         for block in state.blocks.values():
             if block.collector.active:
                 self._traceback_done(state, block, block.collector.finish(), out)

@@ -315,7 +315,11 @@ class Model:
                     target=self._load_rules, name="crashcart-rules", daemon=True
                 ).start()
             while not self._stop.is_set() and not (cancelled and cancelled()):
-                self._cycle()
+                try:
+                    self._cycle()
+                except Exception as error:  # a bug must not silently stop the diagnoses
+                    self.post(ModelNotice(f"crashcart: internal error: {error!r}", "error"))
+                    time.sleep(PUBLISH_EVERY)
         finally:
             self.follower.stop()
             for run in self.runs.values():
@@ -464,6 +468,8 @@ class Model:
             if run.analyzer is None:
                 continue
             for file in run.files.values():
+                if run.pending:
+                    break  # its bytes are not all analysed yet: nothing to close early
                 quiet = file.last_write and now - file.last_write > EVIDENCE_WAIT
                 if quiet and run.analyzer.flush_blocks(file.path):
                     run.touched = True

@@ -111,3 +111,8 @@ def test_headless_traceback_is_still_a_traceback() -> None:
     findings = extractor.feed("t.log", text.encode()) + extractor.finish()
     oom = next(f for f in findings if f.draft.kind == "cuda_oom")
     assert oom.draft.fields["phase"] == "eval"
+
+
+def test_closing_the_blocks_of_a_file_not_read_yet_is_a_no_op() -> None:
+    """The TUI's timer may ask before the bytes read meanwhile were analysed."""
+    assert Extractor().flush_blocks("runs/late/train.log") == []

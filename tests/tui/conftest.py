@@ -51,8 +51,28 @@ async def wait_for(pilot, condition: Callable[[], object], timeout: float = 30.0
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {condition}")
+            raise AssertionError(
+                f"timed out after {timeout} s waiting for {condition}; {describe(pilot.app)}"
+            )
         await pilot.pause(0.05)
+
+
+def describe(app: CrashcartApp) -> str:
+    """What the app and its model hold, for a failure message."""
+    model = app.model
+    runs = {
+        name: (
+            run.analyzer is not None,
+            len(run.pending),
+            {path: file.lines for path, file in run.files.items()},
+        )
+        for name, run in list(model.runs.items())
+    }
+    workers = [(worker.name, worker.state.name, worker.error) for worker in app.workers]
+    return (
+        f"app runs {sorted(app.runs)}, diagnosed {sorted(app.diagnoses)}; model runs (analyzer, "
+        f"pending, lines) {runs}; rules ready {model._rules_ready.is_set()}; workers {workers}"
+    )
 
 
 async def settle(pilot, quiet: float = 1.0, timeout: float = 40.0, runs: int = 2) -> None:
