@@ -166,38 +166,25 @@ def test_a_handled_error_in_a_run_that_went_on_is_not_reported() -> None:
 
 
 def test_an_unknown_error_on_the_first_failed_rank_explains_the_waiting_ranks() -> None:
-    log = """\
-        [rank0]: Traceback (most recent call last):
-        [rank0]:   File "train.py", line 3, in <module>
-        [rank0]:     evaluate()
-        [rank0]: mylib.errors.WidgetError: widget 42 exploded
-        [rank1]: Traceback (most recent call last):
-        [rank1]:   File "train.py", line 5, in <module>
-        [rank1]:     dist.barrier()
-        [rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.1]:5921
-        torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-        ============================================================
-        train.py FAILED
-        ------------------------------------------------------------
-        Failures:
-        [1]:
-          time      : 2024-06-01_10:00:01
-          host      : node1
-          rank      : 1 (local_rank: 1)
-          exitcode  : 1 (pid: 4321)
-          error_file: <N/A>
-          traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
-        ------------------------------------------------------------
-        Root Cause (first observed failure):
-        [0]:
-          time      : 2024-06-01_10:00:00
-          host      : node1
-          rank      : 0 (local_rank: 0)
-          exitcode  : 1 (pid: 4320)
-          error_file: <N/A>
-          traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
-        ============================================================
-    """
+    # torchrun's summary as above, both ranks having exited with an error (exit code 1)
+    summary = TORCHRUN_SIGKILL.split("\n", 1)[1]
+    for signal, name, pid in (("-6", "6 (SIGABRT)", 4321), ("-9", "9 (SIGKILL)", 4320)):
+        summary = summary.replace(f"exitcode  : {signal} ", "exitcode  : 1 ").replace(
+            f"Signal {name} received by PID {pid}", "To enable traceback see: the docs"
+        )
+    log = (
+        """\
+    [rank0]: Traceback (most recent call last):
+    [rank0]:   File "train.py", line 3, in <module>
+    [rank0]:     evaluate()
+    [rank0]: mylib.errors.WidgetError: widget 42 exploded
+    [rank1]: Traceback (most recent call last):
+    [rank1]:   File "train.py", line 5, in <module>
+    [rank1]:     dist.barrier()
+    [rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.1]:5921
+"""
+        + summary
+    )
     report = run_text(log)
     assert categories(report)[:2] == ["unrecognised", "distributed_timeout"]
     assert report.diagnoses[1].explained_by == "unrecognised"
