@@ -42,7 +42,7 @@ class _SynchronousHost(durable_engine.Host):
     """
 
     def _run(self) -> None:
-        pass
+        """No timer thread: every action runs inside its assert (see the class docstring)."""
 
 
 def to_json(message: dict[str, Any]) -> str:

@@ -42,6 +42,14 @@ _NOT_A_CAUSE = {"ChildFailedError", "KeyboardInterrupt", "SystemExit", "SignalEx
 _VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?|'[^']*'|\"[^\"]*\"|/[\w./-]+")
 
 
+def mark_symptom(symptom: Diagnosis, cause: Diagnosis, why: str) -> None:
+    """Rank ``symptom`` below ``cause``, which explains it, saying ``why``."""
+    symptom.explained_by = cause.category
+    symptom.confidence *= SYMPTOM_FACTOR
+    symptom.reason += f"; {why}"
+    cause.explains.append(symptom.category)
+
+
 def link_causes(results: list[Diagnosis], explains: Callable[[str], list[str]]) -> None:
     """Mark symptoms ``explained_by`` their cause (step 1)."""
     by_category = {d.category: d for d in results}
@@ -54,10 +62,7 @@ def link_causes(results: list[Diagnosis], explains: Callable[[str], list[str]]) 
                 continue
             if cause.category in explains(symptom.rule) and symptom.first_seq < cause.first_seq:
                 continue  # each explains the other: the one seen first is the cause
-            symptom.explained_by = cause.category
-            symptom.confidence *= SYMPTOM_FACTOR
-            symptom.reason += f"; a symptom of {cause.category}, which explains it"
-            cause.explains.append(symptom_category)
+            mark_symptom(symptom, cause, f"a symptom of {cause.category}, which explains it")
 
 
 def favour_first_failure(results: list[Diagnosis], facts: Iterable[Fact]) -> None:
@@ -209,10 +214,8 @@ def unknown_first_failure(results: list[Diagnosis], facts: Iterable[Fact]) -> No
         if symptom.category in _WAITING_SYMPTOMS and not symptom.explained_by:
             if set(symptom.ranks) & first:
                 continue  # the failing rank's own error
-            symptom.explained_by = cause.category
-            symptom.confidence *= SYMPTOM_FACTOR
-            symptom.reason += f"; a symptom of rank {', '.join(map(str, sorted(first)))}'s error"
-            cause.explains.append(symptom.category)
+            ranks = ", ".join(map(str, sorted(first)))
+            mark_symptom(symptom, cause, f"a symptom of rank {ranks}'s error")
     if cause.explains:
         cause.reason += "; torchrun's first observed failure"
 
@@ -227,10 +230,8 @@ def follow_handled_exceptions(results: list[Diagnosis]) -> None:
         for cause in results:
             if cause is secondary or not wanted & {(e.path, e.lineno) for e in cause.evidence}:
                 continue
-            secondary.explained_by = cause.category
-            secondary.confidence *= SYMPTOM_FACTOR
-            secondary.reason += f"; raised while handling the {cause.category} error before it"
-            cause.explains.append(secondary.category)
+            why = f"raised while handling the {cause.category} error before it"
+            mark_symptom(secondary, cause, why)
             break
 
 

@@ -13,7 +13,7 @@ summary) is open on a source: then every line is read until it closes.
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -674,9 +674,7 @@ def _sample_metric_lines(buf: bytes) -> list[tuple[int, int, int]]:
             end = buf.find(b"\n", match.start())
             found[end if end >= 0 else size] = start
     tail = max(0, size - 8192)
-    last = None
-    for last in pattern.finditer(buf, tail):  # noqa: B007 - only the last match is wanted
-        pass
+    last = next(iter(deque(pattern.finditer(buf, tail), maxlen=1)), None)  # the last match
     if last is not None:
         start = buf.rfind(b"\n", 0, last.start()) + 1
         end = buf.find(b"\n", last.start())

@@ -243,6 +243,7 @@ class Model:
         self._ready_told = False
         self._inbox: queue.Queue[Callable[[], None]] = queue.Queue()
         self._starting = threading.Lock()
+        self._waiting: set[str] = set()  # runs with bytes waiting for analysis
         self.follower: Follower | None = None
         #: The file whose new lines the app shows (FileActivity is posted for it only).
         self.watched: str | None = None
@@ -426,6 +427,7 @@ class Model:
         run.dirty = True
         if run.analyzer is None or run.pending:  # keep the order: older bytes wait first
             run.pending.append(item)
+            self._waiting.add(run.name)
         else:
             self._feed(run, item)
 
@@ -455,8 +457,11 @@ class Model:
         """A run with bytes waiting for analysis (read while the rules were loading), if any:
         they are analysed between reads, so a directory of large logs never stops the model
         from publishing."""
-        for run in self.runs.values():
-            if run.pending and run.analyzer is not None:
+        for name in list(self._waiting):
+            run = self.runs[name]
+            if not run.pending:
+                self._waiting.discard(name)
+            elif run.analyzer is not None:
                 return run
         return None
 
