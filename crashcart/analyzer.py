@@ -11,7 +11,6 @@ its input, and the live modes feed the same object as bytes arrive.
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,7 +26,6 @@ from .parsers.extract import Extractor, Finding
 from .parsers.sources import Source, resolve
 
 SCHEMA_VERSION = 1
-_runs = itertools.count(1)
 
 
 class RuleBase:
@@ -87,7 +85,7 @@ class Analyzer:
     def __init__(self, rulebase: RuleBase | None = None) -> None:
         self.rulebase = rulebase or default_rulebase()
         self.extractor = Extractor(self.rulebase.line_patterns)
-        self.diagnoser = Diagnoser(self.rulebase.session, f"run{next(_runs)}")
+        self.diagnoser = Diagnoser(self.rulebase.session, self.rulebase.session.open_run())
         self.started = time.monotonic()
 
     def feed(self, source: str, data: bytes, default_rank: int | None = None) -> list[Hypothesis]:

@@ -293,7 +293,7 @@ def eval_command(
     max_false_alarms: int | None,
     rule_dirs: tuple[Path, ...],
 ) -> None:
-    """Measure accuracy on a corpus of cases (CORPUS/*/expected.yaml)."""
+    """Measure accuracy on a corpus of cases (every expected.yaml below CORPUS)."""
     rulebase = load_rulebase(rule_dirs)
     try:
         results = evaluate(corpus, rulebase)

@@ -65,7 +65,9 @@ def load_cases(corpus: Path) -> list[tuple[Path, dict[str, Any]]]:
     if not corpus.is_dir():
         raise CorpusError(f"no such corpus directory: {corpus}")
     cases = []
-    for expected in sorted(corpus.glob("*/expected.yaml")):
+    # Cases may be grouped in folders (corpus/batch-02/...): one batch is scored on its own by
+    # naming its folder, the whole corpus by naming the corpus.
+    for expected in sorted(corpus.rglob("expected.yaml")):
         try:
             data = yaml.safe_load(expected.read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as error:
@@ -86,7 +88,7 @@ def evaluate(corpus: Path, rulebase: RuleBase | None = None) -> list[CaseResult]
         category = expected["category"]
         results.append(
             CaseResult(
-                name=directory.name,
+                name=directory.relative_to(corpus).as_posix(),
                 expected=category,
                 accepted={category, *expected.get("alternatives", [])},
                 predicted=[d.category for d in report.diagnoses],
@@ -121,6 +123,11 @@ def summary(results: list[CaseResult]) -> dict[str, Any]:
         "top1": _ratio(sum(r.top1 for r in failures), len(failures)),
         "top3": _ratio(sum(r.top3 for r in failures), len(failures)),
         "hard_top1": _ratio(sum(r.top1 for r in hard), len(hard)),
+        # A failed run that got no diagnosis at all: worse than a wrong one, it looks healthy.
+        "silent_cases": sum(not r.predicted for r in failures),
+        "silent": _ratio(sum(not r.predicted for r in failures), len(failures))
+        if failures
+        else 0.0,
         "false_alarms": sum(not r.top1 for r in healthy),
     }
 

@@ -168,7 +168,8 @@ def render_eval(results: list[CaseResult], console: Console) -> None:
     totals = summary(results)
     console.print(
         f"all failures: {totals['failure_cases']} cases, top-1 {totals['top1']:.3f}, "
-        f"top-3 {totals['top3']:.3f} (hard cases top-1 {totals['hard_top1']:.3f}); "
+        f"top-3 {totals['top3']:.3f} (hard cases top-1 {totals['hard_top1']:.3f}), "
+        f"silent on {totals['silent_cases']} ({totals['silent']:.1%}); "
         f"healthy runs: {totals['healthy_cases']}, false alarms {totals['false_alarms']}"
     )
     for entry in scores.values():

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import re2
+
 from ..parsers.extract import Finding
 from ..parsers.lines import LogLine
 from . import ranking
@@ -63,6 +65,7 @@ class Diagnoser:
         self._signatures: set[tuple[Any, ...]] = set()
         self._per_kind: Counter[str] = Counter()
         self.dropped = Counter[str]()
+        self._closed = False
 
     def add(self, finding: Finding) -> list[Hypothesis]:
         """Assert one finding; return the hypotheses it created or strengthened."""
@@ -127,9 +130,13 @@ class Diagnoser:
         return bool(gone)
 
     def close(self) -> None:
-        """Release the run's facts in the engine."""
+        """Release the run's facts in the engine, and its session id for a later run."""
+        if self._closed:
+            return
+        self._closed = True
         for fact in self.facts.values():
             self.session.retract_fact(fact.to_engine(self.sid))
+        self.session.close_run(self.sid)
 
     # -- ranking ---------------------------------------------------------------------------
 
@@ -138,7 +145,7 @@ class Diagnoser:
         tell the errors a run survived from those that ended it (see ranking)."""
         progress = progress or {}
         by_category: dict[str, list[Hypothesis]] = {}
-        for hypothesis in self.hypotheses.values():
+        for hypothesis in _best_vocabulary(self.hypotheses.values()):
             by_category.setdefault(hypothesis.rule.category, []).append(hypothesis)
         handled = _handled_regions(self.facts.values())
         results = [self._diagnosis(group, handled) for group in by_category.values()]
@@ -148,6 +155,7 @@ class Diagnoser:
         ranking.link_causes(results, self._explains)
         ranking.favour_first_failure(results, self.facts.values())
         results = ranking.drop_survived(results, self.facts.values(), progress)
+        results = ranking.drop_covered_vocabulary(results)
         results += ranking.unrecognised(results, self.facts.values(), progress)
         ranking.unknown_first_failure(results, self.facts.values())
         ranking.follow_handled_exceptions(results)
@@ -174,6 +182,8 @@ class Diagnoser:
             reason += f" {repeats} times"
         if ranks and len(ranks) > 1:
             reason += f" on ranks {ranges(ranks)}"
+        if rule.tier == "vocabulary":
+            reason = f"vocabulary rule {rule.id}: the message names {_words(rule, facts)}"
         if len(group) > 1:
             reason += f"; {len(group) - 1} more rule(s) of this category agree"
             confidence = min(0.99, confidence + 0.03)
@@ -194,6 +204,8 @@ class Diagnoser:
             attempts=attempts,
             fields=fields,
             interrupted=_interrupted(all_facts.values(), handled),
+            tier=rule.tier,
+            covers={(line.path, line.lineno) for f in all_facts.values() for line in f.evidence},
         )
 
     def _fields(self, rule: Rule, facts: list[Fact]) -> dict[str, Any]:
@@ -211,6 +223,46 @@ class Diagnoser:
         for key, value in self.config.items():
             fields[f"config.{key}"] = value
         return fields
+
+
+def _best_vocabulary(hypotheses: Iterable[Hypothesis]) -> list[Hypothesis]:
+    """Each message read by its best vocabulary rule only: the words of an NCCL error that also
+    says "invalid usage" make it an NCCL error, not a configuration error as well."""
+    hypotheses = list(hypotheses)
+    best: dict[int, float] = {}
+    for hypothesis in hypotheses:
+        if hypothesis.rule.tier == "vocabulary":
+            for fact in hypothesis.facts:
+                best[fact.seq] = max(best.get(fact.seq, 0.0), hypothesis.rule.confidence)
+    kept = []
+    for hypothesis in hypotheses:
+        if hypothesis.rule.tier == "vocabulary":
+            confidence = hypothesis.rule.confidence
+            matches = [m for m in hypothesis.matches if all(best[f.seq] <= confidence for f in m)]
+            if not matches:
+                continue
+            hypothesis = Hypothesis(hypothesis.rule, matches)
+        kept.append(hypothesis)
+    return kept
+
+
+#: Words a vocabulary rule's reason quotes at most.
+_MAX_WORDS = 6
+
+
+def _words(rule: Rule, facts: list[Fact]) -> str:
+    """The words of the matched facts that a vocabulary rule's ``matches`` tests found."""
+    words: dict[str, None] = {}
+    for condition, fact in zip([*rule.all, *rule.any], facts, strict=False):
+        for name, test in condition.where.items():
+            if not isinstance(test, dict) or "matches" not in test:
+                continue
+            text = str(fact.fields.get(name, ""))
+            for match in re2.finditer(test["matches"], text):
+                words.setdefault(f'"{match.group(0).strip()[:40]}"')
+                if len(words) >= _MAX_WORDS:
+                    break
+    return ", ".join(words) or "its category's words"
 
 
 def _evidence(hypothesis: Hypothesis) -> list[LogLine]:

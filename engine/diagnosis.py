@@ -34,6 +34,10 @@ class Diagnosis:
     #: (path, line) of the exceptions this one's errors were raised while handling, when every
     #: fact behind it is such a secondary failure (see ranking.follow_handled_exceptions).
     interrupted: list[tuple[str, int]] = field(default_factory=list, repr=False)
+    #: The tier of the rule behind it: ``vocabulary`` diagnoses rank below ``specific`` ones.
+    tier: str = "specific"
+    #: (path, line) of every fact any rule of its category matched, shown or not.
+    covers: set[tuple[str, int]] = field(default_factory=set, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         """The diagnosis as the JSON report's ``diagnoses`` entries (DESIGN.md contract)."""

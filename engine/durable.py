@@ -14,6 +14,7 @@ see :class:`_SynchronousHost`).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import json
 import threading
@@ -23,6 +24,7 @@ from decimal import Decimal
 from typing import Any
 
 import durable_rules_engine
+import re2
 from durable import engine as durable_engine
 
 from .rules import Condition, Rule
@@ -63,12 +65,21 @@ def line_pattern_id(rule: Rule, condition: Condition) -> str:
     return f"rule:{rule.id}:{condition.name}"
 
 
-def _test(field: str, test: Any) -> list[dict[str, Any]]:
+def match_flag(rule: Rule, condition: Condition, field: str) -> str:
+    """The field a fact carries, set to true, when ``field`` matches the ``matches`` pattern of
+    ``condition`` (the engine's own regex dialect is not RE2, so the match runs in Python)."""
+    digest = hashlib.sha1(f"{rule.id}\0{condition.name}\0{field}".encode()).hexdigest()[:12]
+    return f"match_{digest}"
+
+
+def _test(field: str, test: Any, flag: str = "") -> list[dict[str, Any]]:
     if not isinstance(test, dict):
         return [{field: test}]
     tests: list[dict[str, Any]] = []
     for op, value in test.items():
-        if op == "eq":
+        if op == "matches":
+            tests.append({flag: True})
+        elif op == "eq":
             tests.append({field: value})
         elif op == "in":
             tests.append({"$or": [{field: v} for v in value]})
@@ -84,7 +95,7 @@ def _condition(rule: Rule, condition: Condition, first: str | None) -> dict[str,
     if condition.fact == "line":
         tests.append({"pattern": line_pattern_id(rule, condition)})
     for field, test in condition.where.items():
-        tests.extend(_test(field, test))
+        tests.extend(_test(field, test, match_flag(rule, condition, field)))
     if first and first != condition.name:
         for field in condition.same:
             tests.append({field: {first: field}})
@@ -132,6 +143,19 @@ class RuleSession:
         # durable-rules builds one ruleset in time that grows much faster than its rule count
         # (200 rules: 0.02 s; 900: minutes), so rules are spread over rulesets of RULES_PER_SET.
         # A line fact only concerns the rule whose pattern matched; other facts go to every set.
+        #: kind -> (flag, field, pattern) of every ``matches`` test, run as facts arrive.
+        self._matchers: dict[str, list[tuple[str, str, Any]]] = {}
+        for rule in rules:
+            for condition in rule.conditions:
+                for field, test in condition.where.items():
+                    if isinstance(test, dict) and "matches" in test:
+                        self._matchers.setdefault(condition.fact, []).append(
+                            (
+                                match_flag(rule, condition, field),
+                                field,
+                                re2.compile(test["matches"]),
+                            )
+                        )
         self._host = _SynchronousHost()
         self._sets: list[str] = []
         self._set_of_rule: dict[str, str] = {}
@@ -145,6 +169,22 @@ class RuleSession:
             self._host.register_rulesets({name: definition})
             self._sets.append(name)
         self._empty = not self._sets
+        self._runs = itertools.count(1)
+        self._free_sids: list[str] = []
+
+    def open_run(self) -> str:
+        """A session id for a new run. The engine never gives back the memory of a session id
+        (about 2 MB each; its delete_state aborts the process), so the ids of closed runs, whose
+        facts were all retracted, are used again: memory stays flat over any number of runs."""
+        with self._lock:
+            return self._free_sids.pop() if self._free_sids else f"run{next(self._runs)}"
+
+    def close_run(self, sid: str) -> None:
+        """The run of ``sid`` retracted its facts: its id may serve another run."""
+        with self._lock:
+            self._firings.pop(sid, None)
+            if sid not in self._free_sids:
+                self._free_sids.append(sid)
 
     def _action(self, rule: Rule) -> Callable[[Any], None]:
         def fired(closure: Any) -> None:
@@ -168,6 +208,7 @@ class RuleSession:
         """
         if self._empty:
             return []
+        message = self._flagged(message)
         sid = str(message["sid"])
         with self._lock:
             for name in self._sets_for(message):
@@ -175,6 +216,18 @@ class RuleSession:
                 with contextlib.suppress(durable_engine.MessageNotHandledException):
                     self._call(name, durable_rules_engine.assert_fact, message)
             return self._firings.pop(sid, [])
+
+    def _flagged(self, message: dict[str, Any]) -> dict[str, Any]:
+        """``message`` with a true flag for each ``matches`` test its fields pass."""
+        matchers = self._matchers.get(str(message.get("kind")))
+        if not matchers:
+            return message
+        flags = {
+            flag: True
+            for flag, field, pattern in matchers
+            if isinstance(message.get(field), str) and pattern.search(message[field])
+        }
+        return {**message, **flags} if flags else message
 
     def _sets_for(self, message: dict[str, Any]) -> list[str]:
         if message.get("kind") == "line":
@@ -210,6 +263,7 @@ class RuleSession:
         """
         if self._empty:
             return
+        message = self._flagged(message)
         with self._lock:
             for name in self._sets_for(message):
                 # A set that never kept the fact (no rule of it wanted it) has nothing to retract.

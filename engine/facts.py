@@ -28,6 +28,9 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "type": "exception class name without module (OutOfMemoryError)",
         "qualname": "exception class as printed (torch.OutOfMemoryError)",
         "message": "first line of the exception message",
+        "detail": "the whole message, its lines joined by spaces (first 1000 characters)",
+        "calls": "function names of the innermost frames, space-separated, innermost last",
+        "files": "file paths of the innermost frames, space-separated, innermost last",
         "phase": "train | eval | generate | save | load | data, from the frames",
         "frames": "number of frames in the traceback",
         "chained": "true when it was raised while handling another exception",
@@ -89,6 +92,16 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "root_cause": "true for torchrun's 'Root Cause (first observed failure)' entry",
         "time": "time of failure as torchrun printed it",
     },
+    "stalled": {
+        "wait": "extension_build | rendezvous | stack_dump | first_step | waiting: what the last"
+        " lines show the run waiting for",
+        "text": "the wait line",
+    },
+    "fatal": {
+        "signal_name": "the fatal signal (SIGSEGV, SIGKILL, SIGABRT, ...), where the line says",
+        "exitcode": "the non-zero exit code, where the line says",
+        "message": "the line",
+    },
     "process_terminated": {"pid": "process id", "signal_name": "signal sent to it"},
     "device_mismatch": {
         "device_a": "first device named (cuda:0, cpu, meta)",
@@ -141,6 +154,7 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "best": "best (lowest) finite value",
         "median": "median of the finite window",
         "rise_ratio": "last finite value / best value (>= 2: it was diverging)",
+        "persisted": "true when it stayed non-finite (two records in a row, or to the log's end)",
     },
     "loss_scale_collapse": {
         "overflows": "overflow/skip messages seen",
@@ -165,6 +179,7 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "improvement_pct": "how much the loss fell from start to end, in percent",
         "points": "loss values seen",
         "step": "last step",
+        "chance_classes": "k when the loss sits at ln(k), chance level for k classes",
     },
     "throughput_drop": {
         "metric": "it_s/<bar total> | samples_s",

@@ -122,61 +122,118 @@ def drop_survived(
     ]
 
 
+#: Facts that show a failure without an exception of their own (a CUDA or NCCL error line, a
+#: signal, an exit code): reported as unrecognised only when nothing else in the run is, so
+#: that a run that printed one never goes undiagnosed.
+_WEAK_KINDS = {
+    "cuda_error",
+    "nccl_error",
+    "cudnn_error",
+    "cublas_error",
+    "fatal",
+    "process_exit",
+    "worker_killed",
+}
+_ENDING_KINDS = {"fatal", "process_exit", "worker_killed"}
+
+
+def _failure_text(fact: Fact) -> tuple[str, str]:
+    """What failed and its message, as an unrecognised diagnosis names them."""
+    fields = fact.fields
+    if fact.kind == "exception":
+        name = fields.get("qualname", fields.get("type", "Exception"))
+        return name, fields.get("detail") or fields.get("message", "")
+    if fact.kind in _ENDING_KINDS:
+        signal = fields.get("signal_name")
+        code = fields.get("exitcode")
+        if signal and signal != "fatal":
+            name = f"the process died with {signal}"
+        elif code is not None:
+            name = f"the process exited with code {code}"
+        else:
+            name = "the process died"
+        return name, fields.get("message") or fields.get("detail") or ""
+    return fact.kind.replace("_", " "), fields.get("message", "")
+
+
+def _is_failure(fact: Fact) -> bool:
+    if fact.kind == "exception":
+        return fact.fields.get("type") not in _NOT_A_CAUSE
+    if fact.kind == "process_exit":
+        return fact.fields.get("exitcode", 1) != 0
+    return fact.kind in _WEAK_KINDS
+
+
 def unrecognised(
     results: list[Diagnosis], facts: Iterable[Fact], progress: Mapping[str, int]
 ) -> list[Diagnosis]:
-    """Diagnoses for exceptions that ended the run and that no diagnosis accounts for (step 3).
+    """Diagnoses for the failures that no diagnosis accounts for (step 3): an exception that
+    ended the run, a CUDA or NCCL error no rule knows, and, when nothing else is diagnosed, the
+    signal or exit code the run ended with. A log that shows a failure is never left silent.
 
-    An exception after which the run went on logging metrics was handled, not fatal: skipped.
+    An error after which the run went on logging metrics was handled, not fatal: skipped.
     """
     covered = {(line.path, line.lineno) for d in results for line in d.evidence}
+    covered |= {where for d in results for where in d.covers}
     # The same error read twice (torchrun's --tee copies each rank's output into the console
-    # log too) is covered by a diagnosis of either copy.
+    # log too, a logger repeats a traceback's last line) is covered by a diagnosis of either.
     covered_text = {(line.rank, line.text) for d in results for line in d.evidence}
+    facts = [fact for fact in facts if _is_failure(fact) and not survived(fact, progress, after=1)]
+    covered_keys = {
+        fingerprint(*_failure_text(fact))
+        for fact in facts
+        if any((line.path, line.lineno) in covered for line in fact.evidence)
+    }
     found: dict[str, Diagnosis] = {}
-    for fact in facts:
-        if fact.kind != "exception" or fact.fields.get("type") in _NOT_A_CAUSE:
-            continue
-        if survived(fact, progress, after=1):
-            continue  # training went on after it
-        if any((line.path, line.lineno) in covered for line in fact.evidence) or (
-            (fact.line.rank, fact.line.text) in covered_text
-        ):
-            continue
-        qualname = fact.fields.get("qualname", fact.fields.get("type", "Exception"))
-        message = fact.fields.get("message", "")
-        key = fingerprint(fact.fields.get("type", ""), message)
-        if key in found:
-            found[key].ranks = sorted(
-                {*found[key].ranks, *([fact.rank] if fact.rank is not None else [])}
-            )
-            continue
-        found[key] = Diagnosis(
-            rule="unrecognised",
-            category="unrecognised",
-            title=f"Unrecognised failure: {qualname}",
-            confidence=UNRECOGNISED_CONFIDENCE,
-            summary=(
-                f"The run ended with {qualname}: {message[:300]}. No rule knows this failure; "
-                f"search for the message or its fingerprint {key}, and consider contributing a "
-                "rule (docs/rules.md)."
-            ),
-            evidence=list(fact.evidence),
-            fixes=[
-                {
-                    "title": "See the facts crashcart extracted, to write a rule for this failure",
-                    "command": f"crashcart analyze --facts {fact.line.path}",
-                }
-            ],
-            ranks=[fact.rank] if fact.rank is not None else [],
-            reason="no rule matched this exception",
-            fingerprint=key,
-            first_seq=fact.seq,
-            interrupted=[(fact.line.path, fact.fields["while_handling_line"])]
-            if "while_handling_line" in fact.fields
-            else [],
-        )
+    for weak in (False, True):
+        if weak and (results or found):
+            break  # a signal or an exit code only says how a run that failed otherwise ended
+        for fact in facts:
+            if (fact.kind in _WEAK_KINDS) != weak:
+                continue
+            name, message = _failure_text(fact)
+            key = fingerprint(name, message)
+            if (
+                key in covered_keys
+                or any((line.path, line.lineno) in covered for line in fact.evidence)
+                or (fact.line.rank, fact.line.text) in covered_text
+            ):
+                continue
+            if key in found:
+                found[key].ranks = sorted(
+                    {*found[key].ranks, *([fact.rank] if fact.rank is not None else [])}
+                )
+                continue
+            found[key] = _unrecognised(fact, name, message, key)
     return list(found.values())
+
+
+def _unrecognised(fact: Fact, name: str, message: str, key: str) -> Diagnosis:
+    ended = f"The run ended with {name}" + (f": {message[:300]}" if message else "")
+    return Diagnosis(
+        rule="unrecognised",
+        category="unrecognised",
+        title=f"Unrecognised failure: {name}",
+        confidence=UNRECOGNISED_CONFIDENCE,
+        summary=(
+            f"{ended.rstrip('.')}. No rule knows this failure; search for the message or its "
+            f"fingerprint {key}, and consider contributing a rule (docs/rules.md)."
+        ),
+        evidence=list(fact.evidence),
+        fixes=[
+            {
+                "title": "See the facts crashcart extracted, to write a rule for this failure",
+                "command": f"crashcart analyze --facts {fact.line.path}",
+            }
+        ],
+        ranks=[fact.rank] if fact.rank is not None else [],
+        reason=f"no rule matched this {fact.kind.replace('_', ' ')}",
+        fingerprint=key,
+        first_seq=fact.seq,
+        interrupted=[(fact.line.path, fact.fields["while_handling_line"])]
+        if "while_handling_line" in fact.fields
+        else [],
+    )
 
 
 PROBE_CONFIRMED_BONUS = 0.1
@@ -235,13 +292,29 @@ def follow_handled_exceptions(results: list[Diagnosis]) -> None:
             break
 
 
+def drop_covered_vocabulary(results: list[Diagnosis]) -> list[Diagnosis]:
+    """A vocabulary diagnosis read the words of a message that a specific rule read more
+    precisely: where a specific diagnosis shows one of its lines, it adds nothing (step 3d)."""
+    specific = {
+        (line.path, line.lineno) for d in results if d.tier != "vocabulary" for line in d.evidence
+    }
+    return [
+        d
+        for d in results
+        if d.tier != "vocabulary"
+        or not any((line.path, line.lineno) in specific for line in d.evidence)
+    ]
+
+
 def order(results: list[Diagnosis]) -> list[Diagnosis]:
-    """Causes first, then symptoms, each by confidence, ties to the earliest evidence (step 4)."""
+    """Causes first, then symptoms, each by confidence, ties to the earliest evidence (step 4);
+    a vocabulary diagnosis below every specific one of its standing."""
     return sorted(
         results,
         key=lambda d: (
             d.category == "unrecognised" and not d.explains,
             d.explained_by is not None,
+            d.tier == "vocabulary",
             -d.confidence,
             d.first_seq,
         ),

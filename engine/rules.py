@@ -42,6 +42,7 @@ RULE_KEYS = (
     "category",
     "title",
     "confidence",
+    "tier",
     "when",
     "summary",
     "fixes",
@@ -52,7 +53,10 @@ RULE_KEYS = (
 )
 REQUIRED_KEYS = ("id", "category", "title", "confidence", "when", "summary", "fixes")
 CONDITION_KEYS = ("fact", "as", "where", "regex", "same", "after", "count")
-OPERATORS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "exists")
+OPERATORS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "exists", "matches")
+#: specific: one wording family, precise fixes; vocabulary: a category recognised from the words
+#: of a message and its frames, ranked below every specific rule.
+TIERS = ("specific", "vocabulary")
 FIX_KEYS = ("title", "env", "set", "command", "code", "patch", "note")
 SETTINGS = (
     "micro_batch",
@@ -199,6 +203,7 @@ class Rule:
     examples: dict[str, list[Path]] = field(default_factory=dict)
     path: str = ""
     line: int = 0
+    tier: str = "specific"
 
     @property
     def conditions(self) -> list[Condition]:
@@ -255,6 +260,9 @@ class _Checker:
         confidence = doc["confidence"]
         if not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
             self.error(self.value_mark(doc, "confidence"), "confidence must be a number in [0, 1]")
+        tier = doc.get("tier", "specific")
+        if tier not in TIERS:
+            self.error(self.value_mark(doc, "tier"), f"unknown tier {tier!r}", _known(TIERS))
         for key in ("title", "summary"):
             if not isinstance(doc[key], str) or not doc[key].strip():
                 self.error(self.value_mark(doc, key), f"{key} must be a non-empty string")
@@ -295,6 +303,7 @@ class _Checker:
             examples=examples,
             path=str(self.path),
             line=doc.mark.line,
+            tier=tier,
         )
 
     def check_style(self, examples: dict[str, list[Path]]) -> None:
@@ -422,6 +431,8 @@ class _Checker:
                         self.error(
                             self.key_mark(test, op), f"unknown operator {op!r}", _known(OPERATORS)
                         )
+                    elif op == "matches":
+                        self.check_matches(test, op)
         earlier = [c.name for group in groups.values() for c in group]
         name = item.get("as", f"f{index}")
         same = item.get("same", [])
@@ -441,6 +452,21 @@ class _Checker:
             self.error(self.value_mark(item, "count"), "count must be a whole number >= 1")
             count = 1
         return Condition(kind, name, dict(where), regex, list(same), after, count)
+
+    def check_matches(self, test: _Dict, op: str) -> None:
+        """A ``matches`` test names a linear-time (RE2) pattern searched in a text field."""
+        pattern = test[op]
+        if not isinstance(pattern, str):
+            self.error(self.value_mark(test, op), "matches takes a regex string")
+            return
+        try:
+            check_pattern(pattern)
+        except PatternError as error:
+            self.error(
+                self.value_mark(test, op),
+                f"invalid regex: {error}",
+                "patterns use RE2 syntax: no look-around or back-references",
+            )
 
     def available_fields(self, conditions: list[Condition]) -> set[str]:
         fields = set(COMMON_FIELDS) | {"config"}

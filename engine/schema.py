@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from .facts import COMMON_FIELDS, FACT_KINDS
-from .rules import FIX_KEYS, OPERATORS, PROBES, SETTINGS
+from .rules import FIX_KEYS, OPERATORS, PROBES, SETTINGS, TIERS
 from .vocabulary import CATEGORIES
 
 SCHEMA_ID = "https://crashcart.dev/schema/rule.json"
@@ -92,6 +92,11 @@ def build_schema() -> dict[str, Any]:
             "category": {"enum": list(CATEGORIES)},
             "title": {"type": "string", "maxLength": 90},
             "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            "tier": {
+                "enum": list(TIERS),
+                "description": "specific (default) or vocabulary: recognised from a message's "
+                "words, ranked below every specific rule",
+            },
             "when": {
                 "type": "object",
                 "additionalProperties": False,

@@ -45,6 +45,8 @@ _SCALE = re.compile(
 )
 _AT_MINIMUM = re.compile(r"(?i)already at minimum|Minimum loss scale reached")
 WINDOW = 256
+#: Non-finite values in a row after which a metric has not recovered (nor at the log's end).
+PERSISTED = 2
 #: A scale this small after this many overflows means fp16 cannot represent the values.
 COLLAPSED_SCALE = 8.0
 MIN_OVERFLOWS = 3
@@ -106,6 +108,9 @@ class SeriesTracker:
         self._first_seen: dict[int, str] = {}
         self._overflows = 0
         self._first_scale: float | None = None
+        self._nonfinite_streak: Counter[str] = Counter()
+        self._persisted: set[str] = set()
+        self._last_nonfinite: dict[str, tuple[float, LogLine | None]] = {}
 
     def observe(
         self, metrics: dict[str, float], line: LogLine | None = None, time: float | None = None
@@ -128,10 +133,17 @@ class SeriesTracker:
             if value is None:
                 continue
             series = self.history.setdefault(name, deque(maxlen=WINDOW))
-            if not math.isfinite(value) and name not in self._reported:
-                self._reported.add(name)
-                drafts.append(self._nonfinite(name, value, series))
-            if math.isfinite(value):
+            if not math.isfinite(value):
+                self._nonfinite_streak[name] += 1
+                if name not in self._reported:
+                    self._reported.add(name)
+                    drafts.append(self._nonfinite(name, value, series))
+                elif self._nonfinite_streak[name] == PERSISTED and name not in self._persisted:
+                    self._persisted.add(name)
+                    drafts.append(self._nonfinite(name, value, series, persisted=True))
+                self._last_nonfinite[name] = (value, line)
+            else:
+                self._nonfinite_streak[name] = 0
                 series.append(value)
         for name, value in metrics.items():
             key = _SERIES_KEYS.get(name)
@@ -171,10 +183,14 @@ class SeriesTracker:
             if name in ("loss", "grad_norm") and name not in self._reported:
                 found += [
                     (d, [min(points, key=lambda p: p.value), points[-1]])
-                    for d in [trends.divergence(name, points)]
+                    for d in [trends.divergence(name, points) or trends.exploded(name, points)]
                     if d
                 ]
-                found += [(d, [points[0], points[-1]]) for d in [trends.plateau(name, points)] if d]
+                found += [
+                    (d, [points[0], points[-1]])
+                    for d in [trends.plateau(name, points) or trends.at_chance(name, points)]
+                    if d
+                ]
             elif name in ("it_s", "samples_s"):
                 found += [(d, points[-2:]) for d in [trends.throughput_drop(key, points)] if d]
             elif name == "memory_gib":
@@ -195,7 +211,15 @@ class SeriesTracker:
                 for d in [trends.silence(progress.points, self.last_time, self.stopped)]
                 if d
             ]
-        results = []
+        # A value that turned non-finite and never came back before the log ended did not recover.
+        ended: list[tuple[Draft, list[LogLine]]] = []
+        for name, streak in self._nonfinite_streak.items():
+            if streak and name not in self._persisted:
+                self._persisted.add(name)
+                value, line = self._last_nonfinite[name]
+                draft = self._nonfinite(name, value, self.history[name], persisted=True)
+                ended.append((draft, [line] if line is not None else []))
+        results = list(ended)
         for draft, points in found:
             key = f"{draft.kind}:{draft.fields.get('metric', '')}"
             if key in self._reported:
@@ -204,11 +228,14 @@ class SeriesTracker:
             results.append((draft, [p.line for p in points if p.line is not None]))
         return results
 
-    def _nonfinite(self, name: str, value: float, series: deque[float]) -> Draft:
+    def _nonfinite(
+        self, name: str, value: float, series: deque[float], persisted: bool = False
+    ) -> Draft:
         fields: dict[str, object] = {
             "metric": name,
             "value": _text(value),
             "points_before": len(series),
+            "persisted": persisted,
         }
         if self.last_step is not None:
             fields["step"] = int(self.last_step)

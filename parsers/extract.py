@@ -27,11 +27,13 @@ from . import (
     cuda_oom,
     detectors,
     elastic,
+    failure,
     metrics,
     nccl,
     oserror,
     torch_errors,
     traceback,
+    waits,
 )
 from .base import Draft
 from .config import TRIGGERS as CONFIG_TRIGGERS
@@ -40,7 +42,7 @@ from .lines import MAX_LINE_BYTES, TRUNCATION_MARKER, LogLine, make_line, to_sec
 from .prefilter import Prefilter
 
 #: Modules whose ``parse(text)`` reads exception messages and stand-alone lines.
-MESSAGE_PARSERS: tuple[ModuleType, ...] = (cuda_oom, nccl, torch_errors, oserror, elastic)
+MESSAGE_PARSERS: tuple[ModuleType, ...] = (cuda_oom, nccl, torch_errors, oserror, elastic, failure)
 #: A run's first METRIC_FULL metric lines are all read; after that, per 1 MiB chunk, only
 #: METRIC_SAMPLE are (see Extractor._candidates): steps_logged then counts the lines read.
 METRIC_FULL = 2048
@@ -55,6 +57,15 @@ _EVIDENCE_FRAMES = 1
 _MAX_MESSAGE_EVIDENCE = 4
 _ELASTIC_WAIT_LINES = 4
 _ELASTIC_MAX_LINES = 400
+#: Lines that may continue the message of an exception line found without a traceback (a
+#: message wrapped by the terminal); a traceback's message may run longer (see traceback).
+_BARE_MESSAGE_LINES = 3
+#: A ``what():`` line belongs to the ``terminate called ...`` line this many lines above it.
+_CXX_WHAT_LINES = 3
+#: Frames whose function names an exception fact lists in ``calls`` (innermost last).
+_CALL_FRAMES = 8
+#: Characters of an exception's whole message (its lines joined) kept in its ``detail``.
+_DETAIL_CHARS = 1000
 _PHASES = [
     ("generate", re.compile(r"(?i)generate|greedy_search|beam_search|_sample\b|sample_")),
     (
@@ -87,6 +98,9 @@ class _Block:
     lines: list[LogLine] = field(default_factory=list)
     prefix: str = ""  # the shape of a per-line prefix in front of the traceback, if any
     idle: int = 0  # lines of other ranks seen since this block's last line
+    bare: bool = False  # opened by an exception line with no traceback above it
+    ignored: bool = False  # Python printed it under "Exception ignored in": not fatal
+    rich: bool = False  # a rich-boxed traceback (frames drawn in a box)
 
 
 _TRACEBACK_HEADER = "Traceback (most recent call last):"
@@ -118,11 +132,21 @@ class _SourceState:
     blocks: dict[int | None, _Block] = field(default_factory=dict)
     elastic_wait: int = 0
     elastic_lines: list[LogLine] | None = None
+    #: ``terminate called after throwing an instance of 'T'``: the line, T, and lines left to
+    #: wait for its ``what():``.
+    cxx_throw: tuple[LogLine, str] | None = None
+    cxx_wait: int = 0
+    #: The last line that shows the run waiting, its kind, and the metric lines read by then.
+    last_wait: tuple[LogLine, str, int] | None = None
+    #: A traceback opened up to this line follows "Exception ignored in: ..." (a ``__del__``
+    #: or a callback whose exception Python printed and ignored).
+    ignored_until: int = -1
     stats: SourceStats = field(default_factory=SourceStats)
 
     def busy(self) -> bool:
         return (
             self.elastic_wait > 0
+            or self.cxx_wait > 0
             or self.elastic_lines is not None
             or any(block.collector.active for block in self.blocks.values())
         )
@@ -208,6 +232,7 @@ class Extractor:
                 pending, state.pending = state.pending, b""
                 self._scan(state, pending + b"\n", out)
             self.flush_blocks(name, out)
+            self._stalled(state, out)
         return out
 
     def conclude(self) -> list[Finding]:
@@ -223,12 +248,17 @@ class Extractor:
         state = self._sources.get(source)
         if state is None:  # nothing of it read yet
             return out
+        first = len(out)
         for block in state.blocks.values():
             if block.collector.active:
                 self._traceback_done(state, block, block.collector.finish(), out)
         if state.elastic_lines is not None:
             self._elastic_done(state, out)
         state.elastic_wait = 0
+        if state.cxx_throw is not None:
+            self._cxx_without_what(state, out)
+        for finding in out[first:]:
+            finding.attempt = self.attempt
         return out
 
     def _finish_overlong(self, state: _SourceState, out: list[Finding]) -> None:
@@ -336,6 +366,8 @@ class Extractor:
     ) -> None:
         first = len(out)
         if mask & self._bits.attempts and self._attempt_has_content:
+            # What the last attempt left open (an exception and its message) belongs to it.
+            self.flush_blocks(state.name, out)
             self._new_attempt(out)
             first = len(out)
         self._read_line(state, raw, mask, out, marker)
@@ -364,12 +396,21 @@ class Extractor:
         bits = self._bits
         if mask & bits.rules:
             self._rule_lines(line, mask, out)
-        if self._in_block(state, line, out, starts_record=bool(mask & bits.records)):
+        if state.cxx_wait:
+            state.cxx_wait -= 1
+            if not state.cxx_wait and state.cxx_throw is not None:
+                self._cxx_without_what(state, out)
+        if self._in_block(state, line, out, starts_record=bool(mask & bits.records), mask=mask):
             return
         if not mask:
             return
         if mask & bits.traceback:
-            block = state.blocks.setdefault(line.rank, _Block())
+            block = state.blocks[line.rank] = _Block(ignored=state.lineno <= state.ignored_until)
+            if traceback.RICH_HEADER.search(line.text):
+                block.rich = True
+                block.collector.start(_TRACEBACK_HEADER)
+                block.lines = [line]
+                return
             start = line.text.find(_TRACEBACK_HEADER)
             if start < 0:  # a headless traceback: its first frame line opens the block
                 start = line.text.find('File "')
@@ -377,6 +418,12 @@ class Extractor:
             block.prefix = _shape(line.text[:start]) if start > 0 else ""
             block.collector.start(line.text[max(start, 0) :])
             block.lines = [line]
+            return
+        if mask & bits.waits:
+            kind = waits.signature(line.text)
+            if kind is not None:
+                state.last_wait = (line, kind, self.series.points_by_source[state.name])
+        if mask & bits.exceptions and self._open_bare_exception(state, line):
             return
         seconds = to_seconds(line.time) if line.time else None
         if seconds is not None:
@@ -403,8 +450,42 @@ class Extractor:
             if "ChildFailedError" in line.text:
                 state.elastic_wait = _ELASTIC_WAIT_LINES
 
+    def _open_bare_exception(self, state: _SourceState, line: LogLine) -> bool:
+        """Open a frameless block at an exception line that stands without a traceback (see
+        :mod:`.failure`); True if the line was one."""
+        if failure.IGNORED.match(line.text):
+            state.ignored_until = state.lineno + 2
+            return False
+        thrown = failure.cxx_exception(line.text)
+        if thrown is not None:
+            state.cxx_throw, state.cxx_wait = (line, thrown), _CXX_WHAT_LINES
+            return True
+        lines = [line]
+        what = failure.cxx_what(line.text)
+        if what is not None:
+            if state.cxx_throw is not None:
+                throw_line, thrown = state.cxx_throw
+                lines.insert(0, throw_line)
+            else:
+                thrown = "std::exception"
+            state.cxx_throw, state.cxx_wait = None, 0
+            text: str | None = f"{thrown}: {what}"
+        else:
+            text = failure.bare_exception(line.text)
+        if text is None:
+            return False
+        block = state.blocks[line.rank] = _Block(bare=True)
+        block.collector.start_message(text, max_lines=_BARE_MESSAGE_LINES)
+        block.lines = lines
+        return True
+
     def _in_block(
-        self, state: _SourceState, line: LogLine, out: list[Finding], starts_record: bool = False
+        self,
+        state: _SourceState,
+        line: LogLine,
+        out: list[Finding],
+        starts_record: bool = False,
+        mask: int = 0,
     ) -> bool:
         """Route a line to an open block; True if the block consumed it.
 
@@ -433,6 +514,11 @@ class Extractor:
             return False
         block.idle = 0
         text = line.text
+        if block.rich:
+            text = traceback.unbox(text)
+        if block.bare:
+            # Only a line no parser wants can continue a message found without its traceback.
+            starts_record = starts_record or bool(mask)
         if block.prefix:
             # Loggers and job runners print their own prefix before every line of a traceback
             # ("2023-04-29 06:01:12.977 [177/train (pid 28936)] "); drop one of the same shape.
@@ -450,8 +536,30 @@ class Extractor:
             self._traceback_done(state, block, finished, out)
         if not consumed and (state.elastic_wait or state.elastic_lines is not None):
             # The line that ended the traceback may open the torchrun summary that follows it.
-            return self._in_block(state, line, out, starts_record)
+            return self._in_block(state, line, out, starts_record, mask)
         return consumed
+
+    def _stalled(self, state: _SourceState, out: list[Finding]) -> None:
+        """A file that ends on a wait, with no metric line after it, shows where a run hung."""
+        if state.last_wait is None:
+            return
+        line, kind, points = state.last_wait
+        if state.lineno - line.lineno > waits.TAIL_LINES:
+            return
+        if self.series.points_by_source[state.name] != points:
+            return
+        fields = {"wait": kind, "steps_logged": points, "text": line.text[:300]}
+        out.append(Finding(Draft("stalled", fields), [line], line.rank, self.attempt, points))
+
+    def _cxx_without_what(self, state: _SourceState, out: list[Finding]) -> None:
+        """A ``terminate called ...`` line whose ``what():`` never came is an exception too."""
+        line, thrown = state.cxx_throw or (None, "")
+        state.cxx_throw = None
+        if line is not None:
+            block = _Block(bare=True)
+            block.collector.start_message(thrown, max_lines=0)
+            block.lines = [line]
+            self._traceback_done(state, block, block.collector.finish(), out)
 
     # -- turning blocks and lines into findings ------------------------------------------
 
@@ -459,7 +567,7 @@ class Extractor:
         self, state: _SourceState, block: _Block, lines: list[str] | None, out: list[Finding]
     ) -> None:
         logged, block.lines = block.lines, []
-        parsed = traceback.parse_block(lines) if lines else None
+        parsed = traceback.parse_block(lines) if lines and not block.ignored else None
         if parsed is None:
             return
         final = parsed.final
@@ -470,7 +578,7 @@ class Extractor:
             phase_of([f for exc in members[: i + 1] for f in exc.frames])
             for i in range(len(members))
         ]
-        evidence = [_traceback_evidence(logged, exc) for exc in members]
+        evidence = [_traceback_evidence(logged, exc, block.bare) for exc in members]
         # An exception raised while handling another is a secondary failure (an emergency
         # checkpoint hitting a full disk after a shape error): its exception fact names the line
         # of the one it interrupted, and that one gets an exception fact of its own.
@@ -486,6 +594,9 @@ class Extractor:
                 "type": exc.type,
                 "qualname": exc.qualname,
                 "message": exc.message.split("\n", 1)[0][:500],
+                "detail": " ".join(exc.message.split())[:_DETAIL_CHARS],
+                "calls": " ".join(f.func for f in exc.frames[-_CALL_FRAMES:]),
+                "files": " ".join(f.file for f in exc.frames[-_CALL_FRAMES:]),
                 "phase": phases[index],
                 "frames": len(parsed.frames),
                 "chained": index > 0,
@@ -496,6 +607,9 @@ class Extractor:
             if interrupted[index] is not None:
                 fields["while_handling_line"] = interrupted[index].lineno
             out.append(Finding(Draft("exception", fields), evidence[index], rank))
+        for index, exc in enumerate(members):
+            if "\n" in exc.message:
+                self._wrapped_rule_lines(exc, evidence[index], rank, out)
         written_to = _write_location(parsed.frames)
         for index, exc in enumerate(members):
             text = f"{exc.qualname}: {exc.message}"
@@ -530,6 +644,30 @@ class Extractor:
             self.config[key] = value
             out.append(Finding(Draft("config", {"key": key, "value": value}), [line], line.rank))
 
+    def _wrapped_rule_lines(
+        self,
+        exc: traceback.ExceptionInfo,
+        evidence: list[LogLine],
+        rank: int | None,
+        out: list[Finding],
+    ) -> None:
+        """Rule patterns over an exception message that a terminal or a logger wrapped over
+        several lines: they match the lines joined back, unless one line alone matched."""
+        if self.rule_prefilter is None or not evidence:
+            return
+        parts = exc.message.split("\n")
+        joined = f"{exc.qualname}: " + " ".join(part.strip() for part in parts)
+        data = joined.encode("utf-8", "replace")
+        for _, _, mask in self.rule_prefilter.scan(data):
+            for pid in self.rule_prefilter.names(mask):
+                regex = self._rule_regexes[pid]
+                match = regex.search(joined)
+                if match is None or any(regex.search(part) for part in parts):
+                    continue
+                fields = {"pattern": pid, "text": joined[:500]}
+                fields |= {k: v for k, v in match.groupdict().items() if v is not None}
+                out.append(Finding(Draft("line", fields), evidence, rank))
+
     def _rule_lines(self, line: LogLine, mask: int, out: list[Finding]) -> None:
         for pid in self._bits.rule_ids(mask):
             match = self._rule_regexes[pid].search(line.text)
@@ -548,6 +686,8 @@ class _BitMap:
             return sum({prefilter.bit(_group(module, name)) for name in triggers})
 
         self.traceback = mask("traceback", traceback.TRIGGERS)
+        self.exceptions = mask("exceptions", failure.EXCEPTION_TRIGGERS)
+        self.waits = mask("waits", waits.TRIGGERS)
         self.metrics = mask("metrics", metrics.TRIGGERS)
         # Ordinary metric lines come from their own filter (see Extractor._candidates); they
         # get the bit just above the main prefilter's.
@@ -618,6 +758,10 @@ def build_prefilter() -> Prefilter:
             groups.setdefault(_group(_short(module), name), []).append(rx)
     for name, rx in CONFIG_TRIGGERS.items():
         groups.setdefault(_group("config", name), []).append(rx)
+    for name, rx in failure.EXCEPTION_TRIGGERS.items():
+        groups.setdefault(_group("exceptions", name), []).append(rx)
+    for name, rx in waits.TRIGGERS.items():
+        groups.setdefault(_group("waits", name), []).append(rx)
     patterns = {name: "|".join(f"(?:{rx})" for rx in rxs) for name, rxs in groups.items()}
     return Prefilter(patterns)
 
@@ -715,15 +859,20 @@ def _safe_parse(module: ModuleType, text: str) -> list[Draft]:
         return []
 
 
-def _traceback_evidence(lines: list[LogLine], final: traceback.ExceptionInfo) -> list[LogLine]:
-    """The innermost frame and the final exception's message lines."""
+def _traceback_evidence(
+    lines: list[LogLine], final: traceback.ExceptionInfo, bare: bool = False
+) -> list[LogLine]:
+    """The innermost frame and the final exception's message lines (for an exception found
+    without a traceback, every line of its block)."""
     if not lines:
         return []
+    if bare:
+        return lines[: _MAX_MESSAGE_EVIDENCE + 1]
     start = len(lines) - 1
     first_message_line = final.message.split("\n", 1)[0]
     for index in range(len(lines) - 1, -1, -1):
         text = lines[index].text
-        if text.startswith(final.qualname) and first_message_line[:40] in text:
+        if final.qualname in text and first_message_line[:40] in text:
             start = index
             break
     frames = [i for i in range(start) if lines[i].text.lstrip().startswith("File ")][

@@ -10,6 +10,13 @@ rewrites, invalid UTF-8, a 100 MB line of base64. :func:`clean` makes it readabl
     ('INFO - step 10', None, '2024-05-01 12:00:03,114')
     >>> peel("[default1]:[2024-05-01T12:00:03Z] loss: 0.3")
     ('loss: 0.3', 1, '2024-05-01T12:00:03Z')
+
+People paste logs into issues and chats, and the paste adds its own decoration: a ``> `` quote,
+pytest's ``E   `` before each exception line, markdown emphasis around the line that matters.
+Those are peeled too, so the parsers see the line the program printed::
+
+    >>> peel("> E   **RuntimeError: CUDA error: device-side assert triggered**")
+    ('RuntimeError: CUDA error: device-side assert triggered', None, None)
 """
 
 from __future__ import annotations
@@ -36,6 +43,9 @@ _PREFIX = re.compile(
       | (?P<srank>\d{{1,4}}):\s                            # srun -l / torchrun --tee 'N: '
       | \[1,(?P<mpirank>\d+)\]<std(?:out|err)>:\s?         # mpirun --tag-output
       | \[?(?P<time>{_TIMESTAMP})\]?(?:\s*[-|:]\s+|\s+|$)  # ISO and logging timestamps
+      | >(?!>>)[ ]?                                          # a markdown or e-mail quote
+      | E[ ]{{3}}(?=\S)                                      # pytest's exception lines
+      | (?P<emphasis>\*\*)(?=[A-Za-z])                        # **RuntimeError: ...**
     )""",
     re.VERBOSE,
 )
@@ -82,6 +92,7 @@ def peel(text: str) -> tuple[str, int | None, str | None]:
     rank: int | None = None
     time: str | None = None
     pos = 0
+    emphasis = ""
     while True:
         match = _PREFIX.match(text, pos)
         if not match or match.end() == pos:
@@ -91,7 +102,13 @@ def peel(text: str) -> tuple[str, int | None, str | None]:
             rank = int(found_rank)
         elif match["time"] and time is None:
             time = match["time"]
+        elif match["emphasis"]:
+            emphasis = match["emphasis"]
         pos = match.end()
+    if emphasis and text.endswith(emphasis):
+        return text[pos : -len(emphasis)], rank, time
+    if text.endswith("`") and text.count("`") % 2:
+        return text[pos:].rstrip("`"), rank, time  # the end of a code block pasted inline
     return text[pos:], rank, time
 
 

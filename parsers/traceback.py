@@ -13,6 +13,27 @@ Chained exceptions ("During handling of the above exception, another exception o
 "The above exception was the direct cause of the following exception:") are kept as one block;
 the last exception is the one that ended the program, the earlier ones are its causes.
 
+People paste less than a whole traceback, and more decorated. An exception line with no
+traceback above it (``RuntimeError: CUDA error: ...`` as the last line someone copied, or after a
+logger's ``ERROR:root:``), a C++ exception that ended the process::
+
+    terminate called after throwing an instance of 'c10::CUDAError'
+      what():  CUDA error: an illegal memory access was encountered
+
+and rich's boxed tracebacks (Lightning, typer, accelerate), whose frames are drawn in a box and
+whose message is wrapped over lines::
+
+    ╭──────────────── Traceback (most recent call last) ─────────────────╮
+    │ /home/me/train.py:88 in main                                       │
+    │ ❱ 88 │   loss = model(batch)                                       │
+    ╰────────────────────────────────────────────────────────────────────╯
+    RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB total
+    capacity; 6.90 GiB already allocated)
+
+are each read as a block of the same shape: :mod:`.failure` turns the first two into an
+exception line that opens a block without frames (:meth:`TracebackCollector.start_message`),
+and :func:`unbox` turns rich's box lines into ordinary frame lines.
+
 The line grammars are pyparsing, built once; the walk over a block's lines is plain Python,
 because a traceback is a sequence of line shapes rather than a nested language.
 """
@@ -28,6 +49,8 @@ TRIGGERS = {
     "traceback_start": r"Traceback \(most recent call last\):",
     # People often paste a traceback without its header; its first frame starts the block then.
     "traceback_frame": r"File \"[^\"\n]+\", line \d+, in \S",
+    # rich's boxed traceback header (no colon after the parenthesis).
+    "traceback_rich": r"Traceback \(most recent call last\) ─",
 }
 
 _MAX_BLOCK_LINES = 600
@@ -44,7 +67,7 @@ def _build_frame_line() -> pp.ParserElement:
 
 def _build_exception_line() -> pp.ParserElement:
     # torch.OutOfMemoryError: CUDA out of memory. ...   |   KeyboardInterrupt
-    qualname = pp.Regex(r"[A-Za-z_][\w.]*(?:\[[\w.]+\])?")("qualname")
+    qualname = pp.Regex(r"(?:[A-Za-z_]\w*(?:\.|::))*[A-Za-z_]\w*(?:\[[\w.]+\])?")("qualname")
     message = pp.Optional(pp.Suppress(":") + pp.rest_of_line()("message"))
     return pp.LineStart() + qualname + message + pp.StringEnd()
 
@@ -61,6 +84,34 @@ _NEW_RECORD = re.compile(
     r"^(?:Traceback \(most recent|[EWIF]\d{4} \d\d:|\[[EWI] |(?:INFO|WARNING|WARN|DEBUG|CRITICAL)\b"
     r"|={5,}|-{5,}|\s*\d+%\||wandb:|Epoch \d|\{')"
 )
+
+
+RICH_HEADER = re.compile(r"╭─+ Traceback \(most recent call last\) ─+╮?")
+_RICH_FRAME = re.compile(r"^(?P<file>\S.*?):(?P<line>\d+) in(?: (?P<func>\S+))?$")
+_RICH_CODE = re.compile(r"^❱ *\d+ │(?P<code>.*)$")
+
+
+def unbox(text: str) -> str:
+    """One line of a rich-boxed traceback as the plain traceback line it stands for.
+
+    ``│ /home/me/train.py:88 in main │`` becomes ``  File "/home/me/train.py", line 88, in
+    main``, the ``❱`` line its code line; the box's other lines (context lines, locals, borders)
+    become blank lines, which a block passes over. A line outside the box is returned as is.
+    """
+    stripped = text.strip()
+    if stripped.startswith("╰"):
+        return ""
+    if not stripped.startswith("│"):
+        return text
+    inner = stripped.strip("│").strip()
+    frame = _RICH_FRAME.match(inner)
+    if frame:
+        func = frame["func"] or "?"
+        return f'  File "{frame["file"]}", line {frame["line"]}, in {func}'
+    code = _RICH_CODE.match(inner)
+    if code:
+        return "    " + code["code"].strip(" │")
+    return ""
 
 
 @dataclass
@@ -87,7 +138,7 @@ class ExceptionInfo:
     @property
     def type(self) -> str:
         """The exception's class name without its module (``OutOfMemoryError``)."""
-        return self.qualname.rsplit(".", 1)[-1]
+        return re.split(r"\.|::", self.qualname)[-1]
 
 
 @dataclass
@@ -172,6 +223,7 @@ class TracebackCollector:
         self.lines: list[str] = []
         self.state = "idle"
         self._message_lines = 0
+        self._max_message_lines = _MAX_MESSAGE_LINES
 
     @property
     def active(self) -> bool:
@@ -183,6 +235,15 @@ class TracebackCollector:
         self.lines = [text]
         self.state = "frames"
         self._message_lines = 0
+        self._max_message_lines = _MAX_MESSAGE_LINES
+
+    def start_message(self, text: str, max_lines: int = _MAX_MESSAGE_LINES) -> None:
+        """Begin a block at an exception line with no traceback above it (see :mod:`.failure`):
+        up to ``max_lines`` lines that follow may continue its message."""
+        self.lines = [text]
+        self.state = "message"
+        self._message_lines = 0
+        self._max_message_lines = max_lines
 
     def feed(self, text: str, new_record: bool = False) -> tuple[list[str] | None, bool]:
         """Offer the next line; return ``(finished_block_or_None, consumed)``.
@@ -212,7 +273,11 @@ class TracebackCollector:
                 self.state = "chain"
                 return None, True
             self._message_lines += 1
-            if new_record or _NEW_RECORD.match(text) or self._message_lines > _MAX_MESSAGE_LINES:
+            if (
+                new_record
+                or _NEW_RECORD.match(text)
+                or self._message_lines > self._max_message_lines
+            ):
                 return self.finish(), False
             self.lines.append(text)
             return None, True
@@ -236,4 +301,6 @@ class TracebackCollector:
     def finish(self) -> list[str] | None:
         """End the block now (end of input, or a bound reached) and return its lines."""
         lines, self.lines, self.state = self.lines, [], "idle"
-        return lines if len(lines) > 1 else None
+        if len(lines) == 1 and lines[0].strip() == START:
+            return None  # a header with nothing after it
+        return lines or None

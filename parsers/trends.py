@@ -78,6 +78,62 @@ def divergence(name: str, points: list[Point]) -> Draft | None:
     return Draft("divergence", fields)
 
 
+#: Loss values no healthy run prints: a loss or a gradient norm this large is an explosion even
+#: when the log shows too few points to compare it with its own history.
+EXPLODED = {"loss": 1e5, "grad_norm": 1e5}
+#: Points a few-point detector needs (a pasted excerpt shows a handful of records).
+FEW_POINTS = 3
+
+
+def exploded(name: str, points: list[Point]) -> Draft | None:
+    """The last few values are all of a magnitude no healthy run reaches, and not falling."""
+    limit = EXPLODED.get(name)
+    tail = points[-FEW_POINTS:]
+    if limit is None or len(tail) < FEW_POINTS or any(abs(p.value) < limit for p in tail):
+        return None
+    if tail[-1].value < tail[0].value / 10:
+        return None  # coming back down: a spike the run recovered from
+    best = min(points, key=lambda p: p.value)
+    fields = {
+        "metric": name,
+        "value": round(tail[-1].value, 6),
+        "best": round(best.value, 6),
+        "baseline": round(_median(points[: max(1, len(points) // 2)]), 6),
+        "ratio": round(tail[-1].value / best.value, 2) if best.value > 0 else 0.0,
+        **_where(tail[-1]),
+    }
+    return Draft("divergence", fields)
+
+
+#: Class counts whose chance-level cross-entropy, ln(k), a stuck classifier prints for ever.
+_CLASS_COUNTS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 21, 80, 81, 91, 100, 200, 1000)
+_CHANCE_TOLERANCE = 0.002
+
+
+def at_chance(name: str, points: list[Point]) -> Draft | None:
+    """The last few loss values all sit at ln(k), the loss of a uniform guess over k classes:
+    the model has learned nothing, however few records the log shows (a longer series is
+    judged by :func:`plateau`, against its own noise)."""
+    tail = points[-FEW_POINTS:]
+    if name != "loss" or len(tail) < FEW_POINTS or len(points) >= MIN_POINTS["plateau"]:
+        return None
+    for classes in _CLASS_COUNTS:
+        chance = math.log(classes)
+        if all(abs(p.value - chance) <= _CHANCE_TOLERANCE * chance + 5e-4 for p in tail):
+            fields = {
+                "metric": name,
+                "first": round(points[0].value, 6),
+                "last": round(tail[-1].value, 6),
+                "best": round(min(p.value for p in points), 6),
+                "improvement_pct": 0.0,
+                "points": len(points),
+                "chance_classes": classes,
+                **_where(tail[-1]),
+            }
+            return Draft("plateau", fields)
+    return None
+
+
 def _noise_floor(points: list[Point], window: int, level: float) -> float:
     """The smallest relative change between two window medians that is not noise: 2%, or
     more on a noisy loss (per-step noise estimated from successive differences, robust to the

@@ -24,8 +24,13 @@ its source (a program in `corpus/generate/` or the URL where it was posted).
 
 def corpus_cases() -> dict[str, str]:
     """sha256 of each corpus log -> its case directory name."""
-    logs = [p for p in Path("corpus").glob("*/*") if p.suffix in (".log", ".txt")]
-    return {hashlib.sha256(p.read_bytes()).hexdigest(): p.parent.name for p in logs}
+    logs = [p for p in Path("corpus").rglob("*") if p.suffix in (".log", ".txt")]
+    corpus = Path("corpus")
+    return {
+        hashlib.sha256(p.read_bytes()).hexdigest(): p.parent.relative_to(corpus).as_posix()
+        for p in logs
+        if "generate" not in p.parts
+    }
 
 
 def table() -> str:

@@ -16,7 +16,8 @@ def feed(tracker: SeriesTracker, losses: list[float]) -> list:
 
 def test_divergence_before_nan_is_measured() -> None:
     drafts = feed(SeriesTracker(), [3.0, 2.0, 1.5, 1.2, 2.5, 6.0, 40.0, math.nan, math.nan])
-    assert len(drafts) == 1  # reported once, not for every NaN line
+    # Reported once when it turns NaN, once more when it stays so; not for every NaN line.
+    assert [d.fields["persisted"] for d in drafts] == [False, True]
     fields = drafts[0].fields
     assert drafts[0].kind == "nonfinite_metric"
     assert fields["metric"] == "loss" and fields["value"] == "nan" and fields["step"] == 8

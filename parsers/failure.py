@@ -1,0 +1,179 @@
+"""Failure lines outside a traceback: a bare exception line, a C++ exception, a fatal signal,
+a non-zero exit.
+
+People paste the last lines of a run, not the whole of it, and many runs die without a Python
+traceback at all. Real examples::
+
+    RuntimeError: CUDA error: an illegal memory access was encountered
+    ERROR:root:ValueError: Expected input batch_size (64) to match target batch_size (32).
+    Exception: process 1 terminated with signal SIGKILL
+    terminate called after throwing an instance of 'c10::CUDAError'
+      what():  CUDA error: unspecified launch failure
+    Segmentation fault (core dumped)
+    Fatal Python error: Aborted
+    [1]    31337 killed     python train.py
+    subprocess.CalledProcessError: Command '['python', 'train.py']' returned non-zero exit status 1.
+    [2023-05-01 12:00:03,114] [ERROR] [launch.py:434:sigkill_handler] exits with return code = -11
+
+:func:`bare_exception` and :func:`cxx_exception` recognise the first kinds as an exception line
+(the extractor reads it, and the lines that continue its message, as a traceback without frames);
+:func:`parse` turns signals and exit codes into ``fatal`` drafts (signal_name, exitcode, message).
+A fatal line says how a run ended, not why: it is the evidence of last resort, reported as
+``unrecognised`` only when nothing explains it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .base import Draft, never_raises
+
+#: Lines that may hold an exception without a traceback (read by the extractor, not by parse).
+EXCEPTION_TRIGGERS: dict[str, str] = {
+    "exception_line": r"[A-Za-z0-9_](?:Error|Exception|Interrupt|Failure|Fault)\b",
+    "exception_plain": r"(?:^|[^\w.])Exception: ",
+    "cxx_terminate": r"terminate called after throwing an instance of",
+    "cxx_what": r"what\(\): ",
+    "exception_ignored": r"Exception ignored in",
+}
+#: Python's own word that the traceback after it was printed and ignored (``__del__``, atexit).
+IGNORED = re.compile(r"\s*Exception ignored in\b")
+
+#: Fatal signals and exit codes (read by :func:`parse`).
+TRIGGERS: dict[str, str] = {
+    "signal_core": (
+        r"(?i)(?:Segmentation fault|Bus error|Aborted|Floating point exception|Illegal instruction)"
+        r"(?: \(core dumped\))?"
+    ),
+    "fatal_python": r"Fatal Python error: ",
+    "shell_killed": r"\[\d+\]\s+\d+ (?:killed|segmentation fault|abort|bus error)\s",
+    "signal_received": r"(?i)(?:received|caught|got|with|by) signal:? (?:\d+|SIG[A-Z]+)",
+    "exit_code": (
+        r"(?i)(?:exit(?:ed)? (?:with )?(?:code|status)|exit code|return(?:ed)? (?:code|status)"
+        r"|exits with return code|non-zero exit status)\s*[:=]?\s*-?\d+"
+    ),
+}
+
+_QUALNAME = (
+    r"(?:[A-Za-z_]\w*(?:\.|::))*(?:_?[A-Z]\w*(?:Error|Exception|Interrupt|Failure|Fault)|Exception)"
+)
+_BARE = re.compile(
+    rf"(?:^|(?<=[\s:>|\]\-*`'\"(]))(?P<qualname>{_QUALNAME})(?:\[[\w.]+\])?"
+    r"(?:(?P<colon>:)[ \t]*(?P<message>.*?))?[`*'\"]*\s*$"
+)
+#: What may stand before an exception line: a logger's level and name (``ERROR:root:``,
+#: ``[ERROR]``, ``| ERROR |``), a ranker's tag. Anything else is prose, accepted only when the
+#: exception carries a message (``I keep getting RuntimeError: ...``).
+_PREAMBLE_OK = re.compile(
+    r"[\W\d_]*(?:(?:ERROR|CRITICAL|FATAL|E)\b[\W\d_]*)?(?:[\w.<>-]+:\d*[\W\d_]*)?"
+)
+_MAX_PREAMBLE = 120
+_NOT_AN_ERROR = re.compile(r"(?i)warn|\braise\b|\bexcept\b|\bcatch|\bignor|\bhandl|\bretry")
+_CXX_TYPE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
+_CXX_WHAT = re.compile(r"^\s*what\(\):\s*(?P<message>.*)$")
+
+_SIGNAL_NAMES = {
+    "segmentation fault": "SIGSEGV",
+    "bus error": "SIGBUS",
+    "aborted": "SIGABRT",
+    "abort": "SIGABRT",
+    "floating point exception": "SIGFPE",
+    "illegal instruction": "SIGILL",
+    "killed": "SIGKILL",
+}
+_SIGNAL_NUMBERS = {
+    1: "SIGHUP",
+    2: "SIGINT",
+    4: "SIGILL",
+    6: "SIGABRT",
+    7: "SIGBUS",
+    8: "SIGFPE",
+    9: "SIGKILL",
+    11: "SIGSEGV",
+    13: "SIGPIPE",
+    15: "SIGTERM",
+}
+_SIGNAL_WORD = re.compile(
+    r"(?i)(segmentation fault|bus error|aborted|floating point exception|illegal instruction)"
+    r"(?: \(core dumped\))?\s*$"
+)
+_SHELL_KILLED = re.compile(r"^\[\d+\]\s+\d+ (killed|segmentation fault|abort|bus error)\s")
+_SIGNAL = re.compile(r"(?i)(?:received|caught|got|with|by) signal:? (?:(\d+)|(SIG[A-Z]+))")
+_EXIT = re.compile(
+    r"(?i)(?:exit(?:ed)? (?:with )?(?:code|status)|exit code|return(?:ed)? (?:code|status)"
+    r"|exits with return code|non-zero exit status)\s*[:=]?\s*(-?\d+)"
+)
+
+
+def bare_exception(text: str) -> str | None:
+    """``Type: message`` when ``text`` (a peeled line) is an exception line standing on its own,
+    else ``None``; a logger's preamble is dropped, a warning or a line of code is not one."""
+    match = _BARE.search(text[:2000])
+    if match is None:
+        return None
+    preamble = text[: match.start()]
+    if _NOT_AN_ERROR.search(preamble):
+        return None
+    message = (match["message"] or "").strip()
+    logger_only = len(preamble) <= _MAX_PREAMBLE and _PREAMBLE_OK.fullmatch(preamble)
+    if not logger_only and not (match["colon"] and message):
+        return None  # prose naming an exception, not an exception
+    qualname = match["qualname"]
+    return f"{qualname}: {message}" if message else qualname
+
+
+def cxx_exception(text: str) -> str | None:
+    """The C++ exception type that ``terminate called after throwing ...`` names, else None."""
+    match = _CXX_TYPE.search(text)
+    return match["type"] if match else None
+
+
+def cxx_what(text: str) -> str | None:
+    """The message of a ``what():`` line, else None."""
+    match = _CXX_WHAT.match(text)
+    return match["message"].strip() if match else None
+
+
+def _signal_name(number: int) -> str:
+    return _SIGNAL_NUMBERS.get(abs(number), f"signal {abs(number)}")
+
+
+@never_raises
+def parse(text: str) -> list[Draft]:
+    """``fatal`` drafts for the signals and non-zero exit codes that ``text`` reports."""
+    drafts: list[Draft] = []
+    for line in text.splitlines()[:50]:
+        fields: dict[str, Any] = {}
+        stripped = line.strip()
+        word = _SIGNAL_WORD.search(stripped) or _SHELL_KILLED.match(stripped)
+        if word and (
+            word.start() == 0
+            or stripped.startswith("Fatal Python error")
+            or _SHELL_KILLED.match(stripped)
+        ):
+            fields["signal_name"] = _SIGNAL_NAMES[word.group(1).lower()]
+        if "Fatal Python error: " in stripped:
+            detail = stripped.split("Fatal Python error: ", 1)[1].lower()
+            for name, signal in _SIGNAL_NAMES.items():
+                if detail.startswith(name):
+                    fields["signal_name"] = signal
+            fields.setdefault("signal_name", "fatal")
+        signal = _SIGNAL.search(stripped)
+        if signal:
+            number, name = signal.groups()
+            fields["signal_name"] = name.upper() if name else _signal_name(int(number))
+        exit_code = _EXIT.search(stripped)
+        if exit_code:
+            code = int(exit_code.group(1)[:6])
+            if code == 0:
+                continue
+            fields["exitcode"] = code
+            if code < 0:
+                fields.setdefault("signal_name", _signal_name(code))
+            elif code > 128 and code - 128 in _SIGNAL_NUMBERS:
+                fields.setdefault("signal_name", _signal_name(code - 128))
+        if fields:
+            fields["message"] = stripped[:300]
+            drafts.append(Draft("fatal", fields))
+    return drafts

@@ -1,0 +1,53 @@
+"""Where a run that hangs stops: the last lines of a log that ends while it waits.
+
+A hung run prints nothing more, so a log read after the fact (or pasted into an issue) ends on
+the line it was waiting behind. These lines are harmless in the middle of a log and telling at
+its very end, when no training step came after them. Real examples::
+
+    Using /root/.cache/torch_extensions/py310_cu118 as PyTorch extensions root...
+    Loading extension module fused_adam...
+    [I socket.cpp:624] Waiting in store based barrier to initialize process group for rank: 6
+    Timeout (0:10:00)!                                   # faulthandler.dump_traceback_later
+    Thread 0x00007f3a (most recent call first):           # a faulthandler or py-spy stack dump
+      0%|          | 0/1849 [00:00<?, ?it/s]              # a progress bar that never moved
+
+:func:`signature` names the kind of wait; the extractor reports a ``stalled`` fact when a file
+ends within a few lines of one with no metric line after it.
+"""
+
+from __future__ import annotations
+
+import re
+
+TRIGGERS: dict[str, str] = {
+    "waiting": r"(?i)\bwaiting (?:in|for|on)\b|store based barrier|Lock file exists",
+    "extension_build": r"as PyTorch extensions root|(?:Loading|Building) extension module",
+    "stack_dump": r"Timeout \(\d+:\d\d:\d\d\)!|Thread 0x[0-9a-fA-F]+ \(most recent call first\)"
+    r"|Thread \S+ \((?:idle|active)\)",
+    "progress_zero": r"\b0%\|[^|\n]*\| 0/\d+ \[00:00<",
+}
+
+_SIGNATURES = (
+    ("extension_build", re.compile(r"extensions root|extension module|Lock file exists")),
+    (
+        "rendezvous",
+        re.compile(
+            r"(?i)store based barrier|waiting (?:in|for|on) .*(?:rank|node|process group|rendezvous|worker)"
+        ),
+    ),
+    ("stack_dump", re.compile(r"Timeout \(\d|Thread \S+ \((?:most recent|idle|active)")),
+    ("first_step", re.compile(r"\b0%\|.*\| 0/\d+ \[00:00<")),
+    ("waiting", re.compile(r"(?i)\bwaiting\b")),
+)
+
+#: A file that ends within this many lines of a wait line ends on it.
+TAIL_LINES = 4
+
+
+def signature(text: str) -> str | None:
+    """The kind of wait a line shows (extension_build, rendezvous, stack_dump, first_step,
+    waiting), or ``None``."""
+    for name, pattern in _SIGNATURES:
+        if pattern.search(text):
+            return name
+    return None

@@ -1,0 +1,64 @@
+"""The vocabulary tier: a category from the words of a message no specific rule knows."""
+
+from __future__ import annotations
+
+from crashcart.analyzer import default_rulebase
+from tests.conftest import categories, run_text
+
+
+def test_an_unknown_wording_is_named_by_its_words() -> None:
+    # Posted in pytorch/pytorch#36553: a wording no specific rule knows.
+    report = run_text("RuntimeError: expected dtype Double but got dtype Float\n")
+    (diagnosis,) = report.diagnoses
+    assert diagnosis.category == "dtype_mismatch"
+    assert diagnosis.tier == "vocabulary"
+    assert '"dtype"' in diagnosis.reason
+    assert diagnosis.confidence < 0.7
+
+
+def test_a_specific_rule_on_the_same_message_wins_alone() -> None:
+    report = run_text(
+        "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x512 and 256x10)\n"
+    )
+    assert categories(report) == ["shape_mismatch"]
+    assert report.diagnoses[0].tier == "specific"
+
+
+def test_each_message_is_read_by_its_best_vocabulary_rule_only() -> None:
+    # NCCL words and "invalid" (a config word) in one message: NCCL, not a config error too.
+    report = run_text(
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, "
+        "invalid usage, NCCL version 2.19.3\n"
+    )
+    assert categories(report)[:1] == ["nccl"]
+    assert "config_error" not in categories(report)
+
+
+def test_vocabulary_ranks_below_a_specific_diagnosis() -> None:
+    report = run_text(
+        """\
+        RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity; 21.00 GiB already allocated; 100.00 MiB free; 21.50 GiB reserved in total by PyTorch)
+        mylib.LoaderError: state_dict of the EMA copy is stale
+        """
+    )
+    assert categories(report) == ["cuda_oom", "checkpoint_load"]
+    assert [d.tier for d in report.diagnoses] == ["specific", "vocabulary"]
+
+
+def test_every_category_with_messages_has_a_vocabulary_rule() -> None:
+    tiers = {rule.category for rule in default_rulebase().rules if rule.tier == "vocabulary"}
+    trends = {"loss_plateau", "slow_training", "gradient_explosion", "memory_leak", "overfitting"}
+    assert {"shape_mismatch", "dtype_mismatch", "device_mismatch", "cuda_oom", "nccl"} <= tiers
+    assert not tiers & trends
+
+
+def test_analyses_in_one_process_reuse_the_engine_session_ids() -> None:
+    """The rules engine never frees a session id's memory: closed runs' ids are reused, so
+    memory stays flat over thousands of analyses (eval, watch, tui)."""
+    session = default_rulebase().session
+    sids = set()
+    for _ in range(50):
+        sid = session.open_run()
+        sids.add(sid)
+        session.close_run(sid)
+    assert len(sids) == 1

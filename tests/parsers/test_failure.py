@@ -1,0 +1,134 @@
+"""Failure lines outside a traceback: bare exception lines, C++ exceptions, signals, exit codes."""
+
+from __future__ import annotations
+
+import pytest
+
+from crashcart.parsers import failure
+from tests.conftest import categories, run_text
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+        ),
+        ("ERROR:root:ValueError: bad batch", "ValueError: bad batch"),
+        (
+            "[2023-01-01 12:00:00,000] [ERROR] [x.py:12:main] AssertionError: bad",
+            "AssertionError: bad",
+        ),
+        (
+            "Exception: process 1 terminated with signal SIGKILL",
+            "Exception: process 1 terminated with signal SIGKILL",
+        ),
+        ("I keep getting RuntimeError: CUDA out of memory", "RuntimeError: CUDA out of memory"),
+        (
+            "torch._C._LinAlgError: linalg.cholesky: failed",
+            "torch._C._LinAlgError: linalg.cholesky: failed",
+        ),
+        ("KeyboardInterrupt", "KeyboardInterrupt"),
+    ],
+)
+def test_an_exception_line_standing_alone_is_read(line: str, expected: str) -> None:
+    assert failure.bare_exception(line) == expected
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '    raise ValueError("x")',
+        "except RuntimeError:",
+        "UserWarning: this will be an error in 2.0",
+        "WARNING: caught ValueError: retrying",
+        "we handle RuntimeError gracefully",
+    ],
+)
+def test_code_warnings_and_prose_are_not_exceptions(line: str) -> None:
+    assert failure.bare_exception(line) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "signal", "code"),
+    [
+        ("Segmentation fault (core dumped)", "SIGSEGV", None),
+        ("Fatal Python error: Aborted", "SIGABRT", None),
+        ("[1]    31337 killed     python train.py", "SIGKILL", None),
+        ("[ERROR] [launch.py:434:sigkill_handler] exits with return code = -11", "SIGSEGV", -11),
+        ("Process finished with exit code 137 (interrupted by signal 9: SIGKILL)", "SIGKILL", 137),
+    ],
+)
+def test_fatal_signals_and_exit_codes(line: str, signal: str, code: int | None) -> None:
+    (draft,) = failure.parse(line)
+    assert draft.kind == "fatal"
+    assert draft.fields["signal_name"] == signal
+    assert draft.fields.get("exitcode") == code
+
+
+def test_exit_code_zero_is_not_fatal() -> None:
+    assert failure.parse("Process finished with exit code 0") == []
+
+
+def test_a_pasted_last_line_is_never_silent() -> None:
+    report = run_text("step 1 loss 2.0\nmylib.WeirdError: the frobnicator jammed\n")
+    assert categories(report) == ["unrecognised"]
+    (diagnosis,) = report.diagnoses
+    assert "the frobnicator jammed" in diagnosis.summary
+    assert diagnosis.evidence[0].lineno == 2
+
+
+def test_a_cxx_exception_is_read_with_its_what_line() -> None:
+    report = run_text(
+        """\
+        terminate called after throwing an instance of 'c10::Error'
+          what():  something odd happened in the
+          frobnicator
+        Aborted (core dumped)
+        """
+    )
+    (diagnosis,) = report.diagnoses
+    assert diagnosis.title == "Unrecognised failure: c10::Error"
+    assert "something odd happened in the frobnicator" in diagnosis.summary
+    assert [line.lineno for line in diagnosis.evidence] == [1, 2, 3]
+
+
+def test_a_cxx_cuda_error_reaches_the_cuda_rules() -> None:
+    report = run_text(
+        """\
+        terminate called after throwing an instance of 'c10::CUDAError'
+          what():  CUDA error: an illegal memory access was encountered
+        """
+    )
+    assert categories(report)[0] == "cuda_illegal_access"
+
+
+def test_a_signal_alone_is_an_unrecognised_failure_and_only_then() -> None:
+    alone = run_text("step 1 loss 2.0\nSegmentation fault (core dumped)\n")
+    assert [d.title for d in alone.diagnoses] == [
+        "Unrecognised failure: the process died with SIGSEGV"
+    ]
+    with_cause = run_text(
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "Segmentation fault (core dumped)\n"
+    )
+    assert categories(with_cause) == ["cuda_illegal_access"]
+
+
+def test_a_healthy_log_with_exit_code_zero_stays_quiet() -> None:
+    assert run_text("step 1 loss 2.0\nstep 2 loss 1.0\nexited with code 0\n").diagnoses == []
+
+
+def test_an_exception_python_ignored_is_not_a_failure() -> None:
+    # Posted in SimpleTransformers#763: the DataLoader's __del__ at interpreter shutdown.
+    report = run_text(
+        """\
+        Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f0>
+        Traceback (most recent call last):
+          File "torch/utils/data/dataloader.py", line 1101, in __del__
+            self._shutdown_workers()
+        AssertionError: can only join a child process
+        """
+    )
+    assert report.diagnoses == []

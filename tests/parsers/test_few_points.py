@@ -1,0 +1,89 @@
+"""Trends and hangs from what a pasted excerpt shows: a few records, a log that stops."""
+
+from __future__ import annotations
+
+from tests.conftest import categories, run_text
+
+
+def test_a_nan_that_stays_is_nan_loss() -> None:
+    # Posted in LLaMA-Factory#5660: three records, all with a NaN gradient norm.
+    report = run_text(
+        """\
+        {'loss': 344093.2, 'grad_norm': nan, 'learning_rate': 9.99e-05, 'epoch': 0.0}
+        {'loss': 0.0, 'grad_norm': nan, 'learning_rate': 9.99e-05, 'epoch': 0.0}
+        {'loss': 0.0, 'grad_norm': nan, 'learning_rate': 9.97e-05, 'epoch': 0.0}
+        """
+    )
+    assert categories(report) == ["nan_loss"]
+    assert report.diagnoses[0].rule == "nan_loss.persisted"
+
+
+def test_one_nan_the_run_recovers_from_is_not_persisted() -> None:
+    records = "".join(f"{{'loss': {2.0 - i / 50:.3f}, 'grad_norm': 1.5}}\n" for i in range(10))
+    report = run_text("{'loss': 2.1, 'grad_norm': nan}\n" + records)
+    assert "nan_loss.persisted" not in {d.rule for d in report.diagnoses}
+
+
+def test_a_loss_at_chance_level_is_a_plateau() -> None:
+    # ln(10) = 2.3026: a ten-class model guessing uniformly, epoch after epoch.
+    report = run_text(
+        """\
+        Epoch 1/5 - loss: 2.3026 - acc: 0.1000
+        Epoch 2/5 - loss: 2.3026 - acc: 0.1000
+        Epoch 3/5 - loss: 2.3026 - acc: 0.1000
+        Epoch 4/5 - loss: 2.3026 - acc: 0.1000
+        """
+    )
+    assert categories(report) == ["loss_plateau"]
+
+
+def test_a_loss_no_healthy_run_reaches_is_an_explosion() -> None:
+    report = run_text(
+        """\
+        step 100 loss 3.2 grad_norm 681325.8
+        step 110 loss 344671968.0 grad_norm 9.1e+08
+        step 120 loss 912345678.0 grad_norm 2.3e+09
+        step 130 loss 1912345678.0 grad_norm 7.3e+09
+        """
+    )
+    assert categories(report)[0] == "gradient_explosion"
+
+
+def test_a_log_that_ends_waiting_at_a_barrier_is_a_hang() -> None:
+    report = run_text(
+        """\
+        [2021-12-17 16:36:22,800][torch.distributed.distributed_c10d][INFO] - Added key: store_based_barrier_key:1 to store for rank: 6
+        [2021-12-17 16:36:32,821][torch.distributed.distributed_c10d][INFO] - Waiting in store based barrier to initialize process group for rank: 6, key: store_based_barrier_key:1 (world_size=16, worker_count=7, timeout=0:30:00)
+        """
+    )
+    assert categories(report) == ["hang"]
+    assert report.diagnoses[0].rule == "hang.stalled"
+
+
+def test_a_wait_the_run_went_past_is_not_a_hang() -> None:
+    report = run_text(
+        """\
+        Using /root/.cache/torch_extensions/py310_cu118 as PyTorch extensions root...
+        Loading extension module fused_adam...
+        step 1 loss 2.0
+        step 2 loss 1.9
+        step 3 loss 1.8
+        step 4 loss 1.7
+        step 5 loss 1.6
+        """
+    )
+    assert report.diagnoses == []
+
+
+def test_ctrl_c_inside_a_lock_wait_is_a_hang() -> None:
+    report = run_text(
+        """\
+        Traceback (most recent call last):
+          File "C:\\\\env\\\\Lib\\\\site-packages\\\\torch\\\\utils\\\\cpp_extension.py", line 1681, in load
+            baton.wait()
+          File "C:\\\\env\\\\Lib\\\\site-packages\\\\torch\\\\utils\\\\file_baton.py", line 42, in wait
+            time.sleep(self.wait_seconds)
+        KeyboardInterrupt
+        """
+    )
+    assert categories(report) == ["hang"]
