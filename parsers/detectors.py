@@ -29,6 +29,7 @@ TRIGGERS = {
     "loss_scale": (
         r"(?i)Skipping step|loss scale already at minimum|Minimum loss scale reached"
         r"|gradient overflow|OVERFLOW!|Reducing dynamic loss scale"
+        r"|(?:setting|reducing) loss scale to"
     ),
     # The run was stopped from outside (a scheduler's time limit, a person's Ctrl-C): after a
     # silence this marks a hang that someone gave up on, so a shorter silence is enough.
@@ -39,7 +40,8 @@ TRIGGERS = {
 }
 
 _SCALE = re.compile(
-    r"(?i)(?:reduced to|reducing to|setting loss scale to:?|Minimum loss scale reached \("
+    r"(?i)(?:reduced to|reducing to|(?:setting|reducing) loss scale to:?"
+    r"|Minimum loss scale reached \("
     r"|loss scale from \S+ to)\s*"
     r"(?P<scale>\d+(?:\.\d*)?(?:e[-+]?\d+)?)"
 )

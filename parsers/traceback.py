@@ -178,7 +178,8 @@ def parse_block(lines: list[str]) -> Traceback | None:
                 handling = stripped == CHAIN_MARKERS[0]
             current = None
             continue
-        if text[:1].isspace():
+        if text[:1].isspace() or stripped.startswith('File "'):
+            # A paste can lose the indentation: a frame line is one wherever it starts.
             if stripped.startswith("File "):
                 try:
                     found = FRAME_LINE.parse_string(stripped)
@@ -224,6 +225,7 @@ class TracebackCollector:
         self.state = "idle"
         self._message_lines = 0
         self._max_message_lines = _MAX_MESSAGE_LINES
+        self._after_frame = False
 
     @property
     def active(self) -> bool:
@@ -257,8 +259,14 @@ class TracebackCollector:
             if stripped.startswith(START):
                 self.lines = [text]  # the previous header had no body; start over
                 return None, True
-            if text[:1].isspace() or not stripped:
+            if text[:1].isspace() or not stripped or stripped.startswith('File "'):
                 self.lines.append(text)
+                self._after_frame = stripped.startswith('File "')
+                return None, True
+            if self._after_frame and not is_exception_line(text):
+                # The code line of a frame whose indentation a paste lost.
+                self.lines.append(" " + text)
+                self._after_frame = False
                 return None, True
             self.lines.append(text)
             self.state = "message"

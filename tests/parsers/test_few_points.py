@@ -87,3 +87,26 @@ def test_ctrl_c_inside_a_lock_wait_is_a_hang() -> None:
         """
     )
     assert categories(report) == ["hang"]
+
+
+def test_loss_scale_wordings_of_fairseq_and_apex_collapse() -> None:
+    fairseq = "".join(
+        f"| WARNING: overflow detected, setting loss scale to: {2.0**-k}\n" for k in range(3, 9)
+    )
+    apex = "".join(
+        f"Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to {2.0**-k}\n"
+        for k in range(3, 9)
+    )
+    assert categories(run_text(fairseq)) == ["nan_loss"]
+    assert categories(run_text(apex)) == ["nan_loss"]
+
+
+def test_bitsandbytes_set_up_banner_is_cuda_setup() -> None:
+    report = run_text(
+        """\
+        CUDA SETUP: Detected CUDA version 121
+        CUDA SETUP: Required library version not found: libbitsandbytes_cuda121.so. Maybe you need to compile it from source?
+        CUDA SETUP: Defaulting to libbitsandbytes_cpu.so...
+        """
+    )
+    assert categories(report) == ["cuda_setup"]

@@ -51,3 +51,19 @@ def test_a_rich_traceback_with_a_wrapped_message_is_diagnosed() -> None:
     facts = [f for f in report.facts if f["kind"] == "exception"]
     assert facts[0]["calls"] == "main"
     assert "cuda:0 and cpu" in facts[0]["detail"]
+
+
+def test_a_traceback_pasted_without_its_indentation_is_read() -> None:
+    report = run_text(
+        """\
+        Traceback (most recent call last):
+        File "tools/train.py", line 27, in custom_train_model
+        custom_train_detector(
+        File "mmcv/runner/epoch_based_runner.py", line 127, in run
+        epoch_runner(data_loaders[i], **kwargs)
+        RuntimeError: CUDA error: an illegal memory access was encountered
+        """
+    )
+    assert categories(report)[0] == "cuda_illegal_access"
+    facts = [f for f in report.facts if f["kind"] == "exception"]
+    assert facts[0]["calls"] == "custom_train_model run"
