@@ -93,8 +93,8 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "time": "time of failure as torchrun printed it",
     },
     "stalled": {
-        "wait": "extension_build | rendezvous | stack_dump | first_step | waiting: what the last"
-        " lines show the run waiting for",
+        "wait": "extension_build | rendezvous | stack_dump | waiting: what the last lines show"
+        " the run waiting for",
         "text": "the wait line",
     },
     "fatal": {

@@ -9,7 +9,6 @@ its very end, when no training step came after them. Real examples::
     [I socket.cpp:624] Waiting in store based barrier to initialize process group for rank: 6
     Timeout (0:10:00)!                                   # faulthandler.dump_traceback_later
     Thread 0x00007f3a (most recent call first):           # a faulthandler or py-spy stack dump
-      0%|          | 0/1849 [00:00<?, ?it/s]              # a progress bar that never moved
 
 :func:`signature` names the kind of wait; the extractor reports a ``stalled`` fact when a file
 ends within a few lines of one with no metric line after it.
@@ -24,8 +23,9 @@ TRIGGERS: dict[str, str] = {
     "extension_build": r"as PyTorch extensions root|(?:Loading|Building) extension module",
     "stack_dump": r"Timeout \(\d+:\d\d:\d\d\)!|Thread 0x[0-9a-fA-F]+ \(most recent call first\)"
     r"|Thread \S+ \((?:idle|active)\)",
-    "progress_zero": r"\b0%\|[^|\n]*\| 0/\d+ \[00:00<",
 }
+# A progress bar still at 0 would be a telling last line too, but every tqdm line redrawn with
+# \r starts at 0%: as a trigger it would send every progress line of a log to Python.
 
 _SIGNATURES = (
     ("extension_build", re.compile(r"extensions root|extension module|Lock file exists")),
@@ -36,7 +36,6 @@ _SIGNATURES = (
         ),
     ),
     ("stack_dump", re.compile(r"Timeout \(\d|Thread \S+ \((?:most recent|idle|active)")),
-    ("first_step", re.compile(r"\b0%\|.*\| 0/\d+ \[00:00<")),
     ("waiting", re.compile(r"(?i)\bwaiting\b")),
 )
 
@@ -45,8 +44,8 @@ TAIL_LINES = 4
 
 
 def signature(text: str) -> str | None:
-    """The kind of wait a line shows (extension_build, rendezvous, stack_dump, first_step,
-    waiting), or ``None``."""
+    """The kind of wait a line shows (extension_build, rendezvous, stack_dump, waiting), or
+    ``None``."""
     for name, pattern in _SIGNATURES:
         if pattern.search(text):
             return name
