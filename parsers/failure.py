@@ -25,6 +25,7 @@ A fatal line says how a run ended, not why: it is the evidence of last resort, r
 from __future__ import annotations
 
 import re
+import signal
 from typing import Any
 
 from .base import Draft, never_raises
@@ -40,19 +41,25 @@ EXCEPTION_TRIGGERS: dict[str, str] = {
 #: Python's own word that the traceback after it was printed and ignored (``__del__``, atexit).
 IGNORED = re.compile(r"\s*Exception ignored in\b")
 
+# Each wording once: the prefilter's trigger and the parser's regex are built from it.
+_CORE_SIGNAL = (
+    r"(segmentation fault|bus error|aborted|floating point exception|illegal instruction)"
+    r"(?: \(core dumped\))?"
+)
+_SHELL = r"\[\d+\]\s+\d+ (killed|segmentation fault|abort|bus error)\s"
+_RECEIVED = r"(?:received|caught|got|with|by) signal:? (?:(\d+)|(SIG[A-Z]+))"
+_EXIT_WORDS = (
+    r"(?:exit(?:ed)? (?:with )?(?:code|status)|exit code|return(?:ed)? (?:code|status)"
+    r"|exits with return code|non-zero exit status)\s*[:=]?\s*(-?\d+)"
+)
+
 #: Fatal signals and exit codes (read by :func:`parse`).
 TRIGGERS: dict[str, str] = {
-    "signal_core": (
-        r"(?i)(?:Segmentation fault|Bus error|Aborted|Floating point exception|Illegal instruction)"
-        r"(?: \(core dumped\))?"
-    ),
+    "signal_core": f"(?i){_CORE_SIGNAL}",
     "fatal_python": r"Fatal Python error: ",
-    "shell_killed": r"\[\d+\]\s+\d+ (?:killed|segmentation fault|abort|bus error)\s",
-    "signal_received": r"(?i)(?:received|caught|got|with|by) signal:? (?:\d+|SIG[A-Z]+)",
-    "exit_code": (
-        r"(?i)(?:exit(?:ed)? (?:with )?(?:code|status)|exit code|return(?:ed)? (?:code|status)"
-        r"|exits with return code|non-zero exit status)\s*[:=]?\s*-?\d+"
-    ),
+    "shell_killed": _SHELL,
+    "signal_received": f"(?i){_RECEIVED}",
+    "exit_code": f"(?i){_EXIT_WORDS}",
 }
 
 _QUALNAME = (
@@ -82,28 +89,10 @@ _SIGNAL_NAMES = {
     "illegal instruction": "SIGILL",
     "killed": "SIGKILL",
 }
-_SIGNAL_NUMBERS = {
-    1: "SIGHUP",
-    2: "SIGINT",
-    4: "SIGILL",
-    6: "SIGABRT",
-    7: "SIGBUS",
-    8: "SIGFPE",
-    9: "SIGKILL",
-    11: "SIGSEGV",
-    13: "SIGPIPE",
-    15: "SIGTERM",
-}
-_SIGNAL_WORD = re.compile(
-    r"(?i)(segmentation fault|bus error|aborted|floating point exception|illegal instruction)"
-    r"(?: \(core dumped\))?\s*$"
-)
-_SHELL_KILLED = re.compile(r"^\[\d+\]\s+\d+ (killed|segmentation fault|abort|bus error)\s")
-_SIGNAL = re.compile(r"(?i)(?:received|caught|got|with|by) signal:? (?:(\d+)|(SIG[A-Z]+))")
-_EXIT = re.compile(
-    r"(?i)(?:exit(?:ed)? (?:with )?(?:code|status)|exit code|return(?:ed)? (?:code|status)"
-    r"|exits with return code|non-zero exit status)\s*[:=]?\s*(-?\d+)"
-)
+_SIGNAL_WORD = re.compile(rf"(?i){_CORE_SIGNAL}\s*$")
+_SHELL_KILLED = re.compile(f"^{_SHELL}")
+_SIGNAL = re.compile(f"(?i){_RECEIVED}")
+_EXIT = re.compile(f"(?i){_EXIT_WORDS}")
 
 
 def bare_exception(text: str) -> str | None:
@@ -136,7 +125,10 @@ def cxx_what(text: str) -> str | None:
 
 
 def _signal_name(number: int) -> str:
-    return _SIGNAL_NUMBERS.get(abs(number), f"signal {abs(number)}")
+    try:
+        return signal.Signals(abs(number)).name
+    except ValueError:
+        return f"signal {abs(number)}"
 
 
 @never_raises
@@ -155,13 +147,13 @@ def parse(text: str) -> list[Draft]:
             fields["signal_name"] = _SIGNAL_NAMES[word.group(1).lower()]
         if "Fatal Python error: " in stripped:
             detail = stripped.split("Fatal Python error: ", 1)[1].lower()
-            for name, signal in _SIGNAL_NAMES.items():
-                if detail.startswith(name):
-                    fields["signal_name"] = signal
+            for words, name in _SIGNAL_NAMES.items():
+                if detail.startswith(words):
+                    fields["signal_name"] = name
             fields.setdefault("signal_name", "fatal")
-        signal = _SIGNAL.search(stripped)
-        if signal:
-            number, name = signal.groups()
+        received = _SIGNAL.search(stripped)
+        if received:
+            number, name = received.groups()
             fields["signal_name"] = name.upper() if name else _signal_name(int(number))
         exit_code = _EXIT.search(stripped)
         if exit_code:
@@ -171,7 +163,7 @@ def parse(text: str) -> list[Draft]:
             fields["exitcode"] = code
             if code < 0:
                 fields.setdefault("signal_name", _signal_name(code))
-            elif code > 128 and code - 128 in _SIGNAL_NUMBERS:
+            elif 128 < code < 128 + signal.NSIG:  # the shell's 128 + N for death by signal N
                 fields.setdefault("signal_name", _signal_name(code - 128))
         if fields:
             fields["message"] = stripped[:300]

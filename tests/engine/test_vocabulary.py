@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crashcart.analyzer import default_rulebase
+from crashcart.analyzer import Analyzer, default_rulebase
 from tests.conftest import categories, run_text
 
 
@@ -62,3 +62,12 @@ def test_analyses_in_one_process_reuse_the_engine_session_ids() -> None:
         sids.add(sid)
         session.close_run(sid)
     assert len(sids) == 1
+    # And through the pipeline: an analysis closed, the next one takes over its id.
+    first = Analyzer(default_rulebase())
+    sid = first.diagnoser.sid
+    first.close()
+    first.close()  # closing twice does not hand the id out twice
+    second, third = Analyzer(default_rulebase()), Analyzer(default_rulebase())
+    assert second.diagnoser.sid == sid != third.diagnoser.sid
+    second.close()
+    third.close()
