@@ -97,6 +97,12 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         " the run waiting for",
         "text": "the wait line",
     },
+    "error_line": {
+        "signature": "error_level | error_in | thc_check | cxx_raised | nccl_warn_failure |"
+        " compiler: the form of the line (a logger's ERROR, a kernel's `error in f:`, ...)",
+        "message": "the text after the error marker",
+        "detail": "the whole line (up to 1000 characters), for vocabulary rules",
+    },
     "fatal": {
         "signal_name": "the fatal signal (SIGSEGV, SIGKILL, SIGABRT, ...), where the line says",
         "exitcode": "the non-zero exit code, where the line says",
@@ -187,6 +193,15 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "recent": "median speed of the last values",
         "ratio": "recent / baseline",
         "points": "speed values seen",
+        "step": "last step",
+    },
+    "slowdown": {
+        "metric": "step_time_s: seconds per step as the log printed them (Time, time:, Megatron's"
+        " elapsed time per iteration)",
+        "baseline_s": "median step time early in the run",
+        "recent_s": "the last step time",
+        "ratio": "recent_s / baseline_s",
+        "points": "step times seen",
         "step": "last step",
     },
     "memory_growth": {

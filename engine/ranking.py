@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..parsers.error_lines import FAILURE_SIGNATURES, SIGNATURE_NAMES
 from .diagnosis import Diagnosis
 from .facts import Fact
 
@@ -153,6 +154,10 @@ def _failure_text(fact: Fact) -> tuple[str, str]:
         else:
             name = "the process died"
         return name, fields.get("message") or fields.get("detail") or ""
+    if fact.kind == "error_line":
+        return SIGNATURE_NAMES.get(fields.get("signature", ""), "an error"), fields.get(
+            "detail", ""
+        )
     return fact.kind.replace("_", " "), fields.get("message", "")
 
 
@@ -161,7 +166,13 @@ def _is_failure(fact: Fact) -> bool:
         return fact.fields.get("type") not in _NOT_A_CAUSE
     if fact.kind == "process_exit":
         return fact.fields.get("exitcode", 1) != 0
+    if fact.kind == "error_line":
+        return fact.fields.get("signature") in FAILURE_SIGNATURES
     return fact.kind in _WEAK_KINDS
+
+
+def _is_weak(fact: Fact) -> bool:
+    return fact.kind in _WEAK_KINDS or fact.kind == "error_line"
 
 
 def unrecognised(
@@ -189,7 +200,7 @@ def unrecognised(
         if weak and (results or found):
             break  # a signal or an exit code only says how a run that failed otherwise ended
         for fact in facts:
-            if (fact.kind in _WEAK_KINDS) != weak:
+            if _is_weak(fact) != weak:
                 continue
             name, message = _failure_text(fact)
             key = fingerprint(name, message)

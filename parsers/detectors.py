@@ -64,6 +64,7 @@ _SERIES_KEYS = {
     "it_s": "it_s",
     "samples_s": "samples_s",
     "memory_gib": "memory_gib",
+    "step_time_s": "step_time_s",
 }
 
 
@@ -195,6 +196,8 @@ class SeriesTracker:
                 ]
             elif name in ("it_s", "samples_s"):
                 found += [(d, points[-2:]) for d in [trends.throughput_drop(key, points)] if d]
+            elif name == "step_time_s":
+                found += [(d, [points[0], points[-1]]) for d in [trends.slowdown(key, points)] if d]
             elif name == "memory_gib":
                 found += [
                     (d, [points[0], points[-1]]) for d in [trends.memory_growth(key, points)] if d

@@ -27,6 +27,7 @@ from . import (
     cuda_oom,
     detectors,
     elastic,
+    error_lines,
     failure,
     metrics,
     nccl,
@@ -42,7 +43,15 @@ from .lines import MAX_LINE_BYTES, TRUNCATION_MARKER, LogLine, make_line, to_sec
 from .prefilter import Prefilter
 
 #: Modules whose ``parse(text)`` reads exception messages and stand-alone lines.
-MESSAGE_PARSERS: tuple[ModuleType, ...] = (cuda_oom, nccl, torch_errors, oserror, elastic, failure)
+MESSAGE_PARSERS: tuple[ModuleType, ...] = (
+    cuda_oom,
+    nccl,
+    torch_errors,
+    oserror,
+    elastic,
+    failure,
+    error_lines,
+)
 #: A run's first METRIC_FULL metric lines are all read; after that, per 1 MiB chunk, only
 #: METRIC_SAMPLE are (see Extractor._candidates): steps_logged then counts the lines read.
 METRIC_FULL = 2048

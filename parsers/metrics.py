@@ -33,6 +33,7 @@ METRIC_TRIGGERS = {
     "metric_grad_norm": r"(?i)grad[_ ]norm['\"]?\s*[:=]?\s*['\"]?[-+]?(?:\d|nan|inf)",
     "metric_ppl": r"(?i)\bppl\s*[:=]\s*\d",
     "metric_rate": r"\d(?:it/s|s/it)\b|\d ?(?:samples|tokens|tok)/s|SamplesPerSec=\d",
+    "metric_step_time": r"(?i)(?:^|[^\w/])(?:batch_|iter_|step_|epoch_)?time(?:_per_(?:step|iter\w*))?\s*[:=]?\s*\d+\.\d|elapsed time per iteration \(ms\)",
     "metric_memory": r"(?i)\b(?:mem(?:ory)?(?:_usage|_allocated|_reserved)?|gpu_mem|max_mem\w*|rss)\s*[:=]?\s*(?:cuda:\d+\s*)?\d+(?:\.\d+)?\s*(?:[KMGT]i?B|[MG]\b)",
 }
 METRIC_PATTERN = "|".join(f"(?:{rx})" for rx in METRIC_TRIGGERS.values())
@@ -47,6 +48,14 @@ _RATE = re.compile(r"(?P<rate>\d+(?:\.\d+)?)\s?(?P<unit>it/s|s/it)\b")
 _SAMPLES = re.compile(
     r"(?P<rate>\d+(?:\.\d+)?)\s?(?:samples|tokens|tok)/s(?:ec)?\b|SamplesPerSec=(?P<rate2>\d+(?:\.\d+)?)"
 )
+#: Seconds a step took: AverageMeter's ``Time 0.414 (0.414)``, mmcv's ``time: 0.512``, Megatron's
+#: ``elapsed time per iteration (ms): 84606.2``. A decimal point is required, so that a clock
+#: time or a date (``time: 2021-01-13``) is never read as one.
+_STEP_TIME = re.compile(
+    r"(?i)(?<![\w/])(?:batch_|iter_|step_|epoch_)?time(?:_per_(?:step|iter\w*))?\s*[:=]?\s*"
+    r"(?P<value>\d+\.\d+)(?P<ms>\s?ms\b)?"
+)
+_MEGATRON_TIME = re.compile(r"elapsed time per iteration \(ms\):\s*(?P<value>\d+(?:\.\d+)?)")
 _MEMORY = re.compile(
     r"(?i)\b(?:mem(?:ory)?(?:_usage|_allocated|_reserved)?|gpu_mem|max_mem\w*|rss)\s*[:=]?\s*"
     r"(?:cuda:\d+\s*)?(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[KMGT]i?B|[MG]\b)"
@@ -72,6 +81,14 @@ _CANONICAL = {
     "val/loss": "eval_loss",
     "validation_loss": "eval_loss",
     "valid_loss": "eval_loss",
+    "valid loss": "eval_loss",
+    "validation loss": "eval_loss",
+    "val loss": "eval_loss",
+    "eval loss": "eval_loss",
+    "dev loss": "eval_loss",
+    "dev_loss": "eval_loss",
+    "test loss": "eval_loss",
+    "test_loss": "eval_loss",
     "grad_norm": "grad_norm",
     "grad norm": "grad_norm",
     "gradient_norm": "grad_norm",
@@ -144,6 +161,11 @@ def _rates_and_memory(text: str, found: dict[str, float]) -> None:
         samples = _SAMPLES.search(text)
         if samples:
             found["samples_s"] = float(samples["rate"] or samples["rate2"])
+    megatron = _MEGATRON_TIME.search(text)
+    step_time = megatron or _STEP_TIME.search(text)
+    if step_time:
+        seconds = float(step_time["value"])
+        found["step_time_s"] = seconds / 1000 if megatron or step_time["ms"] else seconds
     memory = _MEMORY.search(text)
     if memory:
         found["memory_gib"] = float(memory["value"]) * _MEMORY_UNITS[memory["unit"][0].lower()]

@@ -8,6 +8,7 @@ restarts, a single spike, a converged (flat) tail, evaluation bars running at th
 - ``divergence``: the loss (or grad norm) is far above its best and still rising at the end.
 - ``plateau``: the loss never went down over the whole run.
 - ``throughput_drop``: it/s (or samples/s) at the end well below the run's own median.
+- ``slowdown``: the time a step takes rose to twice its early value and stayed there.
 - ``memory_growth``: a memory series rising steadily, step over step.
 - ``overfitting``: validation loss rising for several evaluations while training loss falls.
 - ``silence``: the last progress line is followed by a gap far longer than the run's cadence.
@@ -193,6 +194,35 @@ def throughput_drop(name: str, points: list[Point]) -> Draft | None:
         **_where(points[-1]),
     }
     return Draft("throughput_drop", fields)
+
+
+def slowdown(name: str, points: list[Point]) -> Draft | None:
+    """Steps that take at least twice as long as the run's early ones, to the end of the log.
+
+    Few points suffice (people paste three Megatron iterations), because the test is strict:
+    every value of the last third is 1.5x the early median and the last is 2x. A single slow
+    step (an evaluation, a checkpoint, the first step after a DataLoader restart) in the tail
+    is not a slowdown; the first step, which includes start-up, is left out when there are six.
+    """
+    if len(points) < 3:
+        return None
+    body = points[1:] if len(points) >= 6 else points
+    early = body[: max(1, len(body) // 3)]
+    tail = body[-max(2, len(body) // 3) :]
+    baseline = _median(early)
+    if baseline <= 0 or min(p.value for p in tail) < 1.5 * baseline:
+        return None
+    if tail[-1].value < 2 * baseline:
+        return None
+    fields = {
+        "metric": name,
+        "baseline_s": round(baseline, 4),
+        "recent_s": round(tail[-1].value, 4),
+        "ratio": round(tail[-1].value / baseline, 2),
+        "points": len(points),
+        **_where(points[-1]),
+    }
+    return Draft("slowdown", fields)
 
 
 def memory_growth(name: str, points: list[Point]) -> Draft | None:

@@ -31,6 +31,18 @@ from crashcart.parsers.metrics import parse_metrics
         ),
         ("Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.305", {"epoch": 1, "loss": 2.305}),
         ("{'eval_loss': 1.9, 'eval_runtime': 3.2, 'epoch': 1.0}", {"eval_loss": 1.9, "epoch": 1.0}),
+        (
+            "Epoch=3,Loss:0.349681437,Accuracy:0.8475,Valid Loss:0.514342368,Valid Accuracy:0.7628",
+            {"epoch": 3, "loss": 0.349681437, "eval_loss": 0.514342368},
+        ),
+        (
+            "Epoch: [1][100/5005]\tTime 8.719 (0.361)\tData 8.597 (0.230)\tLoss 1.2987 (1.2753)",
+            {"epoch": 1, "step_time_s": 8.719, "loss": 1.2987},
+        ),
+        (
+            " iteration       15/     600 | elapsed time per iteration (ms): 142474.1 | lm loss: 6.1",
+            {"step": 15, "step_time_s": 142.4741, "loss": 6.1},
+        ),
     ],
 )
 def test_formats(line: str, expected: dict[str, float]) -> None:
@@ -49,3 +61,8 @@ def test_nan_and_inf() -> None:
 )
 def test_lines_without_a_loss_report_nothing(line: str) -> None:
     assert parse_metrics(line) == {}
+
+
+def test_a_clock_time_or_a_data_time_is_not_a_step_time() -> None:
+    assert "step_time_s" not in parse_metrics("Current time: 2021-01-13 01:36:30 loss: 0.5")
+    assert "step_time_s" not in parse_metrics("loss: 0.5, data_time: 0.052")

@@ -124,3 +124,22 @@ def test_on_a_noisy_loss_a_small_difference_is_noise_not_progress() -> None:
     assert trends.plateau("loss", series(flat)) is not None
     learning = [1.6 - 0.4 * i / 120 + rng.uniform(-0.1, 0.1) for i in range(120)]
     assert trends.plateau("loss", series(learning)) is None
+
+
+def test_slowdown_from_three_megatron_iterations() -> None:
+    draft = trends.slowdown("step_time_s", series([84.6, 142.5, 202.4]))
+    assert draft is not None and draft.kind == "slowdown"
+    assert draft.fields["baseline_s"] == 84.6 and draft.fields["recent_s"] == 202.4
+
+
+def test_slowdown_when_steps_jump_and_stay_slow() -> None:
+    values = [0.414, 0.200, 0.170, 0.169, 0.168, 8.719, 8.955, 8.576]
+    draft = trends.slowdown("step_time_s", series(values))
+    assert draft is not None and draft.fields["ratio"] > 40
+
+
+def test_no_slowdown_from_one_slow_step_at_the_end_or_a_fast_run() -> None:
+    spike = [0.2, 0.17, 0.17, 0.16, 0.17, 0.17, 8.7]
+    assert trends.slowdown("step_time_s", series(spike)) is None
+    assert trends.slowdown("step_time_s", series([5.0, 0.3, 0.3, 0.29, 0.31, 0.3])) is None
+    assert trends.slowdown("step_time_s", series([0.3, 0.35])) is None

@@ -1,0 +1,95 @@
+"""Error lines that are not exceptions: a logger's ERROR, a CUDA kernel's ``error in``, an old
+``THCudaCheck FAIL``, C++'s ``Exception raised from``, a failing NCCL WARN, a compiler's error.
+
+Many runs report their failure in a line of this kind and nothing else: a library logs it and
+exits, a C++ extension prints it, a pasted excerpt keeps only it. Real examples::
+
+    ERROR: Unexpected segmentation fault encountered in worker.
+    error in ms_deformable_im2col_cuda: an illegal memory access was encountered
+    THCudaCheck FAIL file=mmdet/ops/roi_align/src/roi_align_kernel.cu line=139 error=98 :
+    Exception raised from findAlgorithms at /pytorch/aten/src/ATen/native/cudnn/Conv.cpp:550 (most recent call first):
+    bd73ab638b22:502:568 [0] include/alloc.h:112 NCCL WARN Cuda failure 999 'unknown error'
+    (raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM)
+    /usr/local/cuda/include/cuda_fp16.h:12: fatal error: cuda_runtime.h: No such file or directory
+
+Kind: ``error_line`` (signature, message, detail). No rule names a cause from the line alone:
+vocabulary rules read its words, and specific rules match the line itself. ``signature`` says
+which form it took; all but ``logger`` are failures in their own right (see
+:data:`FAILURE_SIGNATURES`), reported as unrecognised when nothing else explains the run.
+
+    >>> [d.fields["signature"] for d in parse("error in roi_align_forward_cuda: invalid argument")]
+    ['error_in']
+    >>> parse("RuntimeError: CUDA error: out of memory")  # an exception line is not one of these
+    []
+"""
+
+from __future__ import annotations
+
+import re
+
+from .base import Draft, never_raises
+from .failure import bare_exception
+
+_LEVEL = r"(?:ERROR|CRITICAL|FATAL)"
+_GLOG = r"^[EF]\d{4} \d\d:\d\d:\d\d"  # glog: E1123 12:00:00.123456  1234 file.cc:12] ...
+_RAY = r"\d [EF] \d+ \d+\]"  # ray's C++ logger: [... 15:02:00,117 E 135782 135782] ...
+_NCCL_FAILURE = (
+    r"(?i)NCCL WARN .{0,80}\b(?:fail\w*|error|invalid|abort\w*|duplicate|timed? ?out|unhandled"
+    r"|refused|mismatch|unable|closed)"
+)
+
+TRIGGERS: dict[str, str] = {
+    "error_level": rf"(?:^|[\s\[|(:]){_LEVEL}(?:[\s\]|:)-]|$)|{_GLOG}|{_RAY}",
+    "error_in": r"\berror in [\w.:]+: ",
+    "thc_check": r"THCudaCheck FAIL",
+    "cxx_raised": r"Exception raised from \S+ at ",
+    "nccl_warn_failure": _NCCL_FAILURE,
+    "compiler": r"(?:fatal error|error): [\w'\"/]",
+}
+
+#: How an unrecognised diagnosis names each form.
+SIGNATURE_NAMES = {
+    "error_level": "a logged error",
+    "error_in": "an error in a native function",
+    "thc_check": "a failed CUDA check (THCudaCheck)",
+    "cxx_raised": "a C++ exception",
+    "nccl_warn_failure": "an NCCL failure",
+    "compiler": "a compiler error",
+}
+#: Signatures that show a failure by their form alone; a logger's ERROR may be routine.
+FAILURE_SIGNATURES = frozenset({"error_in", "thc_check", "cxx_raised", "nccl_warn_failure"})
+
+_COMPILED = {name: re.compile(rx) for name, rx in TRIGGERS.items()}
+_LEVEL_MESSAGE = re.compile(rf"{_LEVEL}\W{{0,4}}(?:[\w.]+:\d*\s*-*\s*)?(?P<message>.*)")
+_TRAILING_LEVEL = re.compile(rf"(?:{_GLOG}[^\]]*\]|{_RAY})\s*(?P<message>.*)")
+#: Routine lines that carry the word: a run that prints its error count, a retry it survived.
+_ROUTINE = re.compile(r"(?i)\b(?:0 errors?|no errors?|errors?: 0|warn(?:ing)?:|retry|retrying)\b")
+_DETAIL_CHARS = 1000
+
+
+def _message(signature: str, text: str) -> str:
+    if signature == "error_level":
+        match = _TRAILING_LEVEL.search(text) or _LEVEL_MESSAGE.search(text)
+        return match["message"].strip() if match else text.strip()
+    for marker in ("error in ", "THCudaCheck FAIL ", "Exception raised from ", "NCCL WARN "):
+        if marker in text:
+            return text.split(marker, 1)[1].strip()
+    return text.split("error: ", 1)[-1].strip()
+
+
+@never_raises
+def parse(text: str) -> list[Draft]:
+    """An ``error_line`` draft for a line of ``text`` that reports an error outside an
+    exception; ``[]`` for an exception line (the traceback reader has it) or a routine one."""
+    line = text.split("\n", 1)[0]
+    if bare_exception(line) is not None or _ROUTINE.search(line):
+        return []
+    for signature, pattern in _COMPILED.items():
+        if pattern.search(line):
+            message = _message(signature, line)
+            if not message:
+                return []
+            fields = {"signature": signature, "message": message[:300]}
+            fields["detail"] = line.strip()[:_DETAIL_CHARS]
+            return [Draft("error_line", fields)]
+    return []

@@ -1,0 +1,73 @@
+"""Error lines outside an exception, in the forms real logs print them."""
+
+from __future__ import annotations
+
+import pytest
+
+from crashcart.parsers import error_lines
+
+
+@pytest.mark.parametrize(
+    ("line", "signature", "message"),
+    [
+        (
+            "ERROR: Unexpected segmentation fault encountered in worker.",
+            "error_level",
+            "Unexpected segmentation fault encountered in worker.",
+        ),
+        (
+            "error in ms_deformable_im2col_cuda: an illegal memory access was encountered",
+            "error_in",
+            "ms_deformable_im2col_cuda: an illegal memory access was encountered",
+        ),
+        (
+            "THCudaCheck FAIL file=mmdet/ops/roi_align/src/roi_align_kernel.cu line=139 error=98 :",
+            "thc_check",
+            "file=mmdet/ops/roi_align/src/roi_align_kernel.cu line=139 error=98 :",
+        ),
+        (
+            "Exception raised from findAlgorithms at /pytorch/aten/src/ATen/native/cudnn/Conv.cpp:550"
+            " (most recent call first):",
+            "cxx_raised",
+            "findAlgorithms at /pytorch/aten/src/ATen/native/cudnn/Conv.cpp:550 (most recent call"
+            " first):",
+        ),
+        (
+            "bd73ab638b22:502:568 [0] include/alloc.h:112 NCCL WARN Cuda failure 999 'unknown error'",
+            "nccl_warn_failure",
+            "Cuda failure 999 'unknown error'",
+        ),
+        (
+            "(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1"
+            " Workers (tasks / actors) killed due to memory pressure (OOM)",
+            "error_level",
+            "(raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory"
+            " pressure (OOM)",
+        ),
+        (
+            "/usr/include/cuda_fp16.h:12: fatal error: cuda_runtime.h: No such file or directory",
+            "compiler",
+            "cuda_runtime.h: No such file or directory",
+        ),
+    ],
+)
+def test_error_line_forms(line: str, signature: str, message: str) -> None:
+    (draft,) = error_lines.parse(line)
+    assert draft.kind == "error_line"
+    assert draft.fields["signature"] == signature
+    assert draft.fields["message"] == message
+    assert draft.fields["detail"] == line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: CUDA error: an illegal memory access was encountered",  # an exception
+        "ERROR:root:ValueError: Expected input batch_size (64) to match target batch_size (32).",
+        "Validation finished: 0 errors",
+        "node1:1:1 [0] NCCL WARN NET/Plugin : Plugin load returned 2 : libnccl-net.so",
+        "step 12 loss 0.53 error_rate 0.1",
+    ],
+)
+def test_not_error_lines(line: str) -> None:
+    assert error_lines.parse(line) == []
