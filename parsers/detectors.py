@@ -68,6 +68,15 @@ _SERIES_KEYS = {
 }
 
 
+#: What a line may carry and still say nothing of training: a timer runs in evaluation, in a
+#: retry loop and in a second pasted run, so it is not the progress that proves an error survived.
+_TIMING = frozenset({"step_time_s", "step", "epoch", "lr"})
+
+
+def _timing_only(metrics: dict[str, float]) -> bool:
+    return metrics.keys() <= _TIMING
+
+
 def _text(value: float) -> str:
     return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
@@ -122,7 +131,8 @@ class SeriesTracker:
         self.points += 1
         if line is not None:
             self.last_line = line
-            self.points_by_source[line.path] += 1
+            if not _timing_only(metrics):
+                self.points_by_source[line.path] += 1
             if self._copy_of_another_file(line):
                 return []
         if "step" in metrics:
@@ -186,7 +196,11 @@ class SeriesTracker:
             if name in ("loss", "grad_norm") and name not in self._reported:
                 found += [
                     (d, [min(points, key=lambda p: p.value), points[-1]])
-                    for d in [trends.divergence(name, points) or trends.exploded(name, points)]
+                    for d in [
+                        trends.divergence(name, points)
+                        or trends.exploded(name, points)
+                        or trends.jumped(name, points)
+                    ]
                     if d
                 ]
                 found += [

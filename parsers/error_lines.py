@@ -33,13 +33,15 @@ from .failure import bare_exception
 _LEVEL = r"(?:ERROR|CRITICAL|FATAL)"
 _GLOG = r"^[EF]\d{4} \d\d:\d\d:\d\d"  # glog: E1123 12:00:00.123456  1234 file.cc:12] ...
 _RAY = r"\d [EF] \d+ \d+\]"  # ray's C++ logger: [... 15:02:00,117 E 135782 135782] ...
+#: c10's logger: [E ProcessGroupNCCL.cpp:455] ..., [E1123 04:24:50.496061 ProcessGroupNCCL.cpp:616] ...
+_C10 = r"\[[EF](?:\d{4} [\d:.]+)? [\w.]+:\d+\]"
 _NCCL_FAILURE = (
     r"(?i)NCCL WARN .{0,80}\b(?:fail\w*|error|invalid|abort\w*|duplicate|timed? ?out|unhandled"
     r"|refused|mismatch|unable|closed)"
 )
 
 TRIGGERS: dict[str, str] = {
-    "error_level": rf"(?:^|[\s\[|(:]){_LEVEL}(?:[\s\]|:)-]|$)|{_GLOG}|{_RAY}",
+    "error_level": rf"(?:^|[\s\[|(:]){_LEVEL}(?:[\s\]|:)-]|$)|{_GLOG}|{_RAY}|{_C10}",
     "error_in": r"\berror in [\w.:]+: ",
     "thc_check": r"THCudaCheck FAIL",
     "cxx_raised": r"Exception raised from \S+ at ",
@@ -61,7 +63,7 @@ FAILURE_SIGNATURES = frozenset({"error_in", "thc_check", "cxx_raised", "nccl_war
 
 _COMPILED = {name: re.compile(rx) for name, rx in TRIGGERS.items()}
 _LEVEL_MESSAGE = re.compile(rf"{_LEVEL}\W{{0,4}}(?:[\w.]+:\d*\s*-*\s*)?(?P<message>.*)")
-_TRAILING_LEVEL = re.compile(rf"(?:{_GLOG}[^\]]*\]|{_RAY})\s*(?P<message>.*)")
+_TRAILING_LEVEL = re.compile(rf"(?:{_GLOG}[^\]]*\]|{_RAY}|{_C10})\s*(?P<message>.*)")
 #: Routine lines that carry the word: a run that prints its error count, a retry it survived.
 _ROUTINE = re.compile(r"(?i)\b(?:0 errors?|no errors?|errors?: 0|warn(?:ing)?:|retry|retrying)\b")
 _DETAIL_CHARS = 1000

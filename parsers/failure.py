@@ -47,6 +47,7 @@ _CORE_SIGNAL = (
     r"(?: \(core dumped\))?"
 )
 _SHELL = r"\[\d+\]\s+\d+ (killed|segmentation fault|abort|bus error)\s"
+_HANDLER = r"\] Signal: [A-Z][a-z][\w ]* \((\d+)\)"
 _RECEIVED = r"(?:received|caught|got|with|by) signal:? (?:(\d+)|(SIG[A-Z]+))"
 _EXIT_WORDS = (
     r"(?:exit(?:ed)? (?:with )?(?:code|status)|exit code|return(?:ed)? (?:code|status)"
@@ -58,6 +59,8 @@ TRIGGERS: dict[str, str] = {
     "signal_core": f"(?i){_CORE_SIGNAL}",
     "fatal_python": r"Fatal Python error: ",
     "shell_killed": _SHELL,
+    # Open MPI's and UCX's handlers: "[host:10948] Signal: Aborted (6)".
+    "handler_signal": _HANDLER,
     "signal_received": f"(?i){_RECEIVED}",
     "exit_code": f"(?i){_EXIT_WORDS}",
 }
@@ -92,6 +95,7 @@ _SIGNAL_NAMES = {
 _SIGNAL_WORD = re.compile(rf"(?i){_CORE_SIGNAL}\s*$")
 _SHELL_KILLED = re.compile(f"^{_SHELL}")
 _SIGNAL = re.compile(f"(?i){_RECEIVED}")
+_HANDLER_SIGNAL = re.compile(_HANDLER)
 _EXIT = re.compile(f"(?i){_EXIT_WORDS}")
 
 
@@ -155,6 +159,9 @@ def parse(text: str) -> list[Draft]:
         if received:
             number, name = received.groups()
             fields["signal_name"] = name.upper() if name else _signal_name(int(number))
+        handler = _HANDLER_SIGNAL.search(stripped)
+        if handler:
+            fields["signal_name"] = _signal_name(int(handler.group(1)))
         exit_code = _EXIT.search(stripped)
         if exit_code:
             code = int(exit_code.group(1)[:6])

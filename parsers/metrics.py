@@ -24,12 +24,12 @@ import re
 
 TRIGGERS = {
     # Non-finite values are rare and must never be sampled away: the main prefilter finds them.
-    "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm)['\"]?\s*[:=]?\s*['\"]?[-+]?(?:nan|inf)",
+    "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm)(?:[ _](?:total|sum|avg|mean))?['\"]?\s*[:=]?\s*['\"]?\s*[-+]?(?:nan|inf)",
 }
 #: What makes a line a metric line. Metric lines can be half of a log, so they are not part of
 #: the main prefilter: a run's first ones are all found, later ones sampled (see extract.py).
 METRIC_TRIGGERS = {
-    "metric_loss": r"(?i)loss['\"]?\s*[:=]?\s*['\"]?\s*[-+]?(?:\d|\.\d|nan|inf)",
+    "metric_loss": r"(?i)loss(?:[ _](?:total|sum|avg|mean))?['\"]?\s*[:=]?\s*['\"]?\s*[-+]?(?:\d|\.\d|nan|inf)",
     "metric_grad_norm": r"(?i)grad[_ ]norm['\"]?\s*[:=]?\s*['\"]?[-+]?(?:\d|nan|inf)",
     "metric_ppl": r"(?i)\bppl\s*[:=]\s*\d",
     "metric_rate": r"\d(?:it/s|s/it)\b|\d ?(?:samples|tokens|tok)/s|SamplesPerSec=\d",
@@ -114,6 +114,18 @@ _CANONICAL = {
 }
 
 
+#: A key naming one training loss: it ends in "loss", or in "loss" and a total's word.
+_NAMED_LOSS = re.compile(r"(?:^|[\s_/.-])loss(?:[\s_](?:total|sum|avg|mean))?$")
+_NOT_TRAINING = re.compile(r"(?:^|[\s_/.-])(?:val|valid|validation|eval|test|dev)(?:$|[\s_/.-])")
+
+
+def _number(text: str) -> float | None:
+    try:
+        return _value(text)
+    except ValueError:
+        return None
+
+
 def _value(text: str) -> float:
     lowered = text.lower()
     if "nan" in lowered:
@@ -125,16 +137,28 @@ def _value(text: str) -> float:
 
 def parse_metrics(text: str) -> dict[str, float]:
     """Return the metrics a line reports, under canonical names (``loss``, ``eval_loss``,
-    ``grad_norm``, ``lr``, ``loss_scale``, ``step``, ``epoch``); ``{}`` if it reports none."""
+    ``grad_norm``, ``lr``, ``loss_scale``, ``step``, ``epoch``); ``{}`` if it reports none.
+
+    A line without a plain ``loss`` takes its first named training loss (``Gen Loss Total``,
+    ``mask_loss``, ``total_loss``) as the loss: a NaN there is a NaN loss."""
     found: dict[str, float] = {}
+    named_loss: float | None = None
     for match in _PAIR.finditer(text):
         key = match["key"].strip().lower()
         name = _CANONICAL.get(key) or _CANONICAL.get(key.rsplit(" ", 1)[-1])
+        if (
+            name is None
+            and named_loss is None
+            and _NAMED_LOSS.search(key)
+            and not _NOT_TRAINING.search(key)
+        ):
+            named_loss = _number(match["value"])
         if name and name not in found:
-            try:
-                found[name] = _value(match["value"])
-            except ValueError:
-                continue
+            value = _number(match["value"])
+            if value is not None:
+                found[name] = value
+    if "loss" not in found and named_loss is not None:
+        found["loss"] = named_loss
     if "step" not in found:
         progress = _PROGRESS.search(text)
         plain = None if progress else _PLAIN_STEP.search(text)

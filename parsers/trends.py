@@ -92,18 +92,57 @@ def exploded(name: str, points: list[Point]) -> Draft | None:
     tail = points[-FEW_POINTS:]
     if limit is None or len(tail) < FEW_POINTS or any(abs(p.value) < limit for p in tail):
         return None
-    if tail[-1].value < tail[0].value / 10:
-        return None  # coming back down: a spike the run recovered from
     best = min(points, key=lambda p: p.value)
+    baseline = _median(points[: max(1, len(points) // 2)])
+    if tail[-1].value < tail[0].value / 10 and tail[-1].value <= 100 * abs(baseline):
+        return None  # coming back down to the run's own scale: a spike it recovered from
     fields = {
         "metric": name,
         "value": round(tail[-1].value, 6),
         "best": round(best.value, 6),
-        "baseline": round(_median(points[: max(1, len(points) // 2)]), 6),
+        "baseline": round(baseline, 6),
         "ratio": round(tail[-1].value / best.value, 2) if best.value > 0 else 0.0,
         **_where(tail[-1]),
     }
     return Draft("divergence", fields)
+
+
+#: A jump is this many times the level before it, and at least this much in absolute terms.
+JUMP_RATIO, JUMP_MIN = 3.0, 1.0
+#: Values after the jump that must all stay up (fewer is a spike), and the most looked at.
+JUMP_HELD, JUMP_LOOKBACK = 4, 50
+
+
+def jumped(name: str, points: list[Point]) -> Draft | None:
+    """The loss jumped to several times its level and stayed there to the end of the log.
+
+    Training that breaks (a bad batch, an lr spike, a precision overflow) often does not climb
+    on and on; it jumps once and sits at the loss of an untrained model (1.7 to 11.5 for a
+    code model). Every value after the jump must stay above 3x (and 1.0 above) the level of
+    the twenty values before it: a spike that comes back is not this. Four values before the
+    jump set the level, or one when twice as many stay up after it (a paste cut just before).
+    """
+    if len(points) < JUMP_HELD + 1 or EXPLODED.get(name) is None:
+        return None
+    longest = min(JUMP_LOOKBACK, len(points) - 1)
+    for held in range(longest, JUMP_HELD - 1, -1):
+        before, after = points[:-held], points[-held:]
+        if len(before) < 4 and held < 2 * JUMP_HELD:
+            continue
+        level = _median(before[-20:])
+        floor = max(JUMP_RATIO * level, level + JUMP_MIN)
+        if level > 0 and min(p.value for p in after) >= floor:
+            best = min(points, key=lambda p: p.value)
+            fields = {
+                "metric": name,
+                "value": round(after[-1].value, 6),
+                "best": round(best.value, 6),
+                "baseline": round(level, 6),
+                "ratio": round(after[-1].value / best.value, 2) if best.value > 0 else 0.0,
+                **_where(after[-1]),
+            }
+            return Draft("divergence", fields)
+    return None
 
 
 #: Class counts whose chance-level cross-entropy, ln(k), a stuck classifier prints for ever.
@@ -206,6 +245,8 @@ def slowdown(name: str, points: list[Point]) -> Draft | None:
     """
     if len(points) < 3:
         return None
+    if _cumulative([p.value for p in points]):
+        return None
     body = points[1:] if len(points) >= 6 else points
     early = body[: max(1, len(body) // 3)]
     tail = body[-max(2, len(body) // 3) :]
@@ -223,6 +264,16 @@ def slowdown(name: str, points: list[Point]) -> Draft | None:
         **_where(points[-1]),
     }
     return Draft("slowdown", fields)
+
+
+def _cumulative(values: list[float]) -> bool:
+    """Whether a timer counts the time since the start (``time: 985.6 s``, ``2059.1 s``, ...)
+    rather than per step: even increments, and a first value about one increment."""
+    steps = [b - a for a, b in itertools.pairwise(values)]
+    if not steps or min(steps) <= 0:
+        return False
+    mean = statistics.fmean(steps)
+    return max(abs(s - mean) for s in steps) <= 0.2 * mean and abs(values[0] - mean) <= 0.25 * mean
 
 
 def memory_growth(name: str, points: list[Point]) -> Draft | None:

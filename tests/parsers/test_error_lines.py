@@ -45,6 +45,11 @@ from crashcart.parsers import error_lines
             " pressure (OOM)",
         ),
         (
+            "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out.",
+            "error_level",
+            "Some NCCL operations have failed or timed out.",
+        ),
+        (
             "/usr/include/cuda_fp16.h:12: fatal error: cuda_runtime.h: No such file or directory",
             "compiler",
             "cuda_runtime.h: No such file or directory",

@@ -143,3 +143,20 @@ def test_no_slowdown_from_one_slow_step_at_the_end_or_a_fast_run() -> None:
     assert trends.slowdown("step_time_s", series(spike)) is None
     assert trends.slowdown("step_time_s", series([5.0, 0.3, 0.3, 0.29, 0.31, 0.3])) is None
     assert trends.slowdown("step_time_s", series([0.3, 0.35])) is None
+
+
+def test_a_loss_that_jumps_and_stays_up_diverged() -> None:
+    values = [1.9, 1.8, 1.75, 1.8, 1.72, 1.7, 1.69, 1.7019, 11.46, 11.75, 11.5, 11.48, 12.19, 10.02]
+    draft = trends.jumped("loss", series(values))
+    assert draft is not None and draft.kind == "divergence"
+    assert draft.fields["value"] == 10.02 and draft.fields["baseline"] < 1.8
+    pasted = [1.7019, 11.463, 11.7545, 11.5019, 11.4807, 12.1935, 10.022, 10.9364, 10.5513]
+    assert trends.jumped("loss", series(pasted)) is not None
+    assert trends.jumped("loss", series(pasted[:5])) is None  # one value before, four after
+
+
+def test_a_spike_that_comes_back_or_a_small_loss_wobbling_is_no_jump() -> None:
+    spike = [1.9, 1.8, 1.75, 1.8, 1.72, 9.0, 9.5, 9.1, 1.7, 1.69, 1.7]
+    assert trends.jumped("loss", series(spike)) is None
+    wobble = [0.01, 0.012, 0.011, 0.01, 0.012, 0.04, 0.05, 0.045, 0.05, 0.048]
+    assert trends.jumped("loss", series(wobble)) is None
