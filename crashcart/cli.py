@@ -6,6 +6,7 @@ never a traceback). Results go to stdout; errors and warnings to stderr.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -30,7 +31,8 @@ from .report import (
     render_rule_results,
     render_text,
 )
-from .ruletools import healthy_logs, junit_xml, lint, rule_source, run_tests
+from .ruletools import default_healthy_dirs, healthy_logs, junit_xml, lint, rule_source, run_tests
+from .sarif import to_sarif
 from .settings import SettingsError, load_settings
 from .watch import Watcher
 
@@ -85,15 +87,53 @@ hang_after_option = click.option(
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+EPILOG = """\b
+Examples:
+  crashcart analyze train.log          root cause, evidence and fix of one log
+  crashcart analyze runs/job-42/       a run directory: every rank's log, one run
+  crashcart analyze --json train.log   the versioned JSON report
+  crashcart analyze --format sarif -o crashcart.sarif train.log
+  tail -f train.log | crashcart watch  diagnose a live run as it prints
+  crashcart tui runs/                  browse runs and diagnoses in the terminal
+  crashcart rules lint my-rules/ && crashcart rules test my-rules/
+
+\b
+Exit codes:
+  0    nothing found (a healthy log)
+  1    diagnoses found; eval below a threshold; a rule test failed;
+       a probe confirmed its diagnosis
+  2    usage or input error (one line on stderr)
+  130  interrupted (Ctrl-C)
+"""
+
+#: Help text is wrapped to the terminal up to this width; short helps are written to fit.
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(context_settings=CONTEXT, epilog=EPILOG)
 @click.version_option(__version__, prog_name="crashcart")
 def cli() -> None:
     """Diagnose crashed deep-learning training runs from their logs."""
 
 
-@cli.command()
+@cli.command(short_help="Diagnose a log, several logs or a run directory.")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "sarif"]),
+    help="Report format: text (default), json (as --json), sarif (SARIF 2.1.0, code scanning).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Write the report to FILE instead of stdout.",
+)
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Print no report; the exit code says what was found."
+)
 @click.option("--top", type=click.IntRange(min=1), help="Show only the N best diagnoses.")
 @click.option(
     "--facts",
@@ -108,12 +148,21 @@ def cli() -> None:
 def analyze(
     paths: tuple[str, ...],
     as_json: bool,
+    output_format: str | None,
+    output: Path | None,
+    quiet: bool,
     top: int | None,
     show_facts: bool,
     rule_dirs: tuple[Path, ...],
     run_probes: bool,
 ) -> None:
-    """Analyse PATHS as one run: files (plain or .gz), a run directory, or - for stdin."""
+    """Analyse PATHS as one run: files (plain or .gz), a run directory, or - for stdin.
+
+    On a terminal a healthy log says so in one line; piped, it prints nothing (exit code 0).
+    """
+    if as_json and output_format not in (None, "json"):
+        fail(f"--json and --format {output_format} disagree: give one of them")
+    output_format = output_format or ("json" if as_json else "text")
     try:
         sources = [source for path in paths for source in resolve(path)]
     except InputError as error:
@@ -123,17 +172,32 @@ def analyze(
         report = analyze_sources(sources, rulebase, probe=run_probes)
     except InputError as error:
         fail(str(error))
-    if show_facts:
-        for fact in report.facts:
-            click.echo(json.dumps(fact, ensure_ascii=False))
-    elif as_json:
-        render_json(report, sys.stdout, top)
-    else:
-        render_text(report, make_console(), top)
-    sys.exit(EXIT_FOUND if report.diagnoses else EXIT_CLEAN)
+    found = EXIT_FOUND if report.diagnoses else EXIT_CLEAN
+    if quiet and output is None:
+        sys.exit(found)
+    try:
+        out = output.open("w", encoding="utf-8") if output else sys.stdout
+    except OSError as error:
+        fail(f"cannot write {output}: {error.strerror}")
+    with out if output else contextlib.nullcontext(out):
+        if show_facts:
+            for fact in report.facts:
+                out.write(json.dumps(fact, ensure_ascii=False) + "\n")
+        elif output_format == "json":
+            render_json(report, out, top)
+        elif output_format == "sarif":
+            json.dump(to_sarif(report, rulebase, top), out, indent=2, ensure_ascii=False)
+            out.write("\n")
+        else:
+            console = make_console(out)
+            render_text(report, console, top)
+            if not report.diagnoses and out.isatty():
+                # Silence on a terminal looks like a hang or a crash; a pipe keeps "nothing".
+                console.print(f"no problem found: {', '.join(paths)} looks healthy")
+    sys.exit(found)
 
 
-@cli.command()
+@cli.command(short_help="Follow logs or stdin and report diagnoses live.")
 @click.argument("paths", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON Lines events, flushed at once.")
 @click.option("--poll", is_flag=True, default=None, help="Poll files instead of using file events.")
@@ -203,7 +267,7 @@ def watch(
     sys.exit(watcher.run())
 
 
-@cli.command()
+@cli.command(short_help="Watch a directory of runs in a terminal UI.")
 @click.argument("directory", default=".")
 @click.option("--poll", is_flag=True, default=None, help="Poll files instead of using file events.")
 @click.option(
@@ -241,8 +305,14 @@ def tui(
     )
 
 
-@cli.command()
-@click.argument("name", required=False, type=click.Choice(probe_names()))
+@cli.command(
+    short_help="Check a diagnosis on this machine (GPU, NCCL, disk...).",
+    # The names go in the help text, wrapped between words; as a choice metavar the usage line
+    # would break them mid-word.
+    help="Run probe NAME on this machine, or the probes of the top diagnoses of --for LOG.\n\n"
+    f"NAME is one of: {', '.join(probe_names())}.",
+)
+@click.argument("name", required=False, metavar="[NAME]", type=click.Choice(probe_names()))
 @click.option(
     "--for", "log", type=click.Path(path_type=Path), help="Probe the top diagnoses of this log."
 )
@@ -276,7 +346,7 @@ def probe(name: str | None, log: Path | None, context_json: str | None, as_json:
     sys.exit(EXIT_FOUND if "confirmed" in statuses else EXIT_CLEAN)
 
 
-@cli.command("eval")
+@cli.command("eval", short_help="Measure accuracy on a corpus of cases.")
 @click.argument("corpus", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--min-top1", type=click.FloatRange(0, 1), help="Exit 1 if top-1 accuracy is lower.")
@@ -333,7 +403,7 @@ def _rule_paths(paths: tuple[Path, ...]) -> list[Path]:
     return list(paths) or [shipped_rules_dir()]
 
 
-@rules.command("lint")
+@rules.command("lint", short_help="Check rule files for errors.")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 def rules_lint(paths: tuple[Path, ...]) -> None:
     """Check rule files (default: the shipped rules) for schema, semantic and style errors."""
@@ -345,14 +415,16 @@ def rules_lint(paths: tuple[Path, ...]) -> None:
     click.echo("rules are clean")
 
 
-@rules.command("test")
+@rules.command("test", short_help="Run the rules' examples and the healthy logs.")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option(
     "--healthy",
     "healthy_dirs",
     multiple=True,
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Directory of healthy logs (or corpus cases); no rule may fire on them. Repeatable.",
+    help="More healthy logs (a directory of logs or of corpus cases); no rule may fire on "
+    "them. Repeatable. Always used: the shipped healthy examples and, in a checkout, the "
+    "corpus's healthy cases.",
 )
 @click.option("--junitxml", type=click.Path(path_type=Path), help="Also write a JUnit XML report.")
 def rules_test(
@@ -367,7 +439,7 @@ def rules_test(
     shipped = targets == [shipped_rules_dir()]
     rulebase = RuleBase.load([] if shipped else targets)
     tested = [r for r in rulebase.rules if any(_within(r.path, t) for t in targets)]
-    healthy = healthy_logs([shipped_rules_dir() / "examples" / "healthy", *healthy_dirs])
+    healthy = healthy_logs([*default_healthy_dirs(), *healthy_dirs])
     results = run_tests(tested, rulebase, healthy)
     render_rule_results(results, len(healthy), make_console())
     if junitxml:
@@ -394,12 +466,14 @@ def rules_list(paths: tuple[Path, ...]) -> None:
         )
 
 
-@rules.command("show")
+@rules.command("show", short_help="Print one rule as it is written in its file.")
 @click.argument("rule_id")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @rules_option
-def rules_show(rule_id: str, rule_dirs: tuple[Path, ...]) -> None:
-    """Print one rule as it is written in its file."""
-    rulebase = load_rulebase(rule_dirs)
+def rules_show(rule_id: str, paths: tuple[Path, ...], rule_dirs: tuple[Path, ...]) -> None:
+    """Print one rule as it is written in its file (PATHS: rule directories besides the
+    shipped ones, as for lint and test; --rules DIR still works)."""
+    rulebase = load_rulebase((*paths, *rule_dirs))
     rule = next((r for r in rulebase.rules if r.id == rule_id), None)
     if rule is None:
         fail(f"no rule with id {rule_id!r} (see crashcart rules list)")

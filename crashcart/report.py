@@ -14,12 +14,14 @@ A terminal report reads top-down, best first::
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 from typing import Any, TextIO
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -29,12 +31,14 @@ from .evaluate import HEALTHY, CaseResult, score, summary
 from .ruletools import RuleResult
 
 _EVIDENCE_WIDTH = 240
+_PIPE_WIDTH = 1000
 
 
 def make_console(file: TextIO | None = None) -> Console:
     """A console that writes plain text unless ``file`` is a colour terminal."""
     file = file or sys.stdout
-    plain = bool(os.environ.get("NO_COLOR")) or not file.isatty()
+    terminal = file.isatty()
+    plain = bool(os.environ.get("NO_COLOR")) or not terminal
     return Console(
         file=file,
         no_color=plain,
@@ -42,6 +46,9 @@ def make_console(file: TextIO | None = None) -> Console:
         soft_wrap=plain,
         force_terminal=False if plain else None,
         emoji=False,
+        # Off a terminal nothing is wrapped: a table sized to 80 columns would cut rule ids
+        # and paths that a script or grep reading the pipe needs whole.
+        width=None if terminal else _PIPE_WIDTH,
     )
 
 
@@ -52,6 +59,14 @@ def fix_lines(fix: dict[str, Any]) -> list[str]:
         if fix.get(key):
             lines.extend(str(fix[key]).splitlines())
     return lines
+
+
+def _indented(console: Console, indent: int, text: Text) -> None:
+    """Print ``text`` indented; on a terminal its wrapped lines keep the indent too."""
+    if console.soft_wrap:  # plain output is never wrapped: the indent is a prefix
+        console.print(Text(" " * indent) + text)
+    else:
+        console.print(Padding(text, (0, 0, 0, indent), expand=False))
 
 
 def render_diagnosis(console: Console, number: int, diagnosis: Diagnosis) -> None:
@@ -68,32 +83,33 @@ def render_diagnosis(console: Console, number: int, diagnosis: Diagnosis) -> Non
         head.append(f"  ({label} {ranges(diagnosis.attempts)})", style="magenta")
     head.append(f"   confidence {diagnosis.confidence:.2f}", style="dim")
     console.print(head)
-    console.print(Text("   " + diagnosis.summary))
+    say = functools.partial(_indented, console)
+    say(3, Text(diagnosis.summary))
     if diagnosis.explained_by:
-        console.print(Text(f"   (a symptom of {diagnosis.explained_by}, shown above)", style="dim"))
-    console.print(Text("   evidence", style="bold"))
+        say(3, Text(f"(a symptom of {diagnosis.explained_by}, shown above)", style="dim"))
+    say(3, Text("evidence", style="bold"))
     for line in diagnosis.evidence:
-        where = Text(f"     {line.location()}", style="cyan")
+        where = Text(line.location(), style="cyan")
         if line.rank is not None:
             where.append(f" [rank {line.rank}]", style="magenta")
         text = line.text if len(line.text) <= _EVIDENCE_WIDTH else line.text[:_EVIDENCE_WIDTH] + "…"
         where.append("  " + text)
-        console.print(where)
+        say(5, where)
     if diagnosis.fixes:
-        console.print(Text("   fix", style="bold"))
+        say(3, Text("fix", style="bold"))
         for index, fix in enumerate(diagnosis.fixes, 1):
-            console.print(Text(f"     {index}. {fix['title']}", style="green"))
+            say(5, Text(f"{index}. {fix['title']}", style="green"))
             if fix.get("change"):
-                console.print(Text(f"        ({fix['change']})", style="dim"))
+                say(8, Text(f"({fix['change']})", style="dim"))
             for line in fix_lines(fix):
-                console.print(Text(f"        {line}"))
+                say(8, Text(line))
             if fix.get("note"):
-                console.print(Text(f"        {fix['note']}", style="dim"))
+                say(8, Text(fix["note"], style="dim"))
     if diagnosis.probe:
         render_probe(console, diagnosis.probe, indent="   ")
     if diagnosis.explains:
-        console.print(Text(f"   explains: {', '.join(diagnosis.explains)}", style="dim"))
-    console.print(Text(f"   ranked by: {diagnosis.reason}", style="dim"))
+        say(3, Text(f"explains: {', '.join(diagnosis.explains)}", style="dim"))
+    say(3, Text(f"ranked by: {diagnosis.reason}", style="dim"))
     console.print()
 
 

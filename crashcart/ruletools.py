@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .analyzer import Analyzer, RuleBase
-from .engine.rules import Mark, Rule, RuleError, load_file, rule_files
+from .engine.rules import Mark, Rule, RuleError, load_file, rule_files, shipped_rules_dir
 from .parsers.prefilter import PatternError, Prefilter
 from .parsers.sources import resolve
 
@@ -120,10 +120,20 @@ def run_tests(rules: list[Rule], rulebase: RuleBase, healthy: list[Path]) -> lis
     return results
 
 
+def default_healthy_dirs() -> list[Path]:
+    """Where ``rules test`` finds healthy logs by default: the shipped healthy examples and,
+    when crashcart runs from a checkout, the corpus's healthy cases (dozens of runs, against the
+    one example log a wheel carries)."""
+    shipped = shipped_rules_dir()
+    corpus = shipped.parent / "corpus"
+    return [shipped / "examples" / "healthy", *([corpus] if corpus.is_dir() else [])]
+
+
 def healthy_logs(dirs: Iterable[Path]) -> list[Path]:
     """Healthy logs: ``*.log`` files of the given directories, and corpus cases expecting none."""
     found: list[Path] = []
-    for directory in dirs:
+    unique = {path.resolve(): path for path in reversed(list(dirs))}  # each directory once
+    for directory in reversed(unique.values()):
         for expected in sorted(directory.glob("*/expected.yaml")):
             if expected.read_text(encoding="utf-8").splitlines()[0].strip() == "category: none":
                 found.append(expected.parent)

@@ -20,6 +20,8 @@ import re
 import string
 from typing import Any
 
+from . import placeholders
+
 FRAMEWORKS = ("hf", "accelerate", "deepspeed", "lightning", "kohya", "megatron", "pytorch")
 
 #: setting -> framework -> (name shown in the explanation, how to write it with value {v})
@@ -129,7 +131,7 @@ def fill(template: str, fields: dict[str, Any]) -> str:
     """
 
     def known(name: str) -> bool:
-        return fields.get(name) is not None
+        return placeholders.value(name, fields) is not None
 
     def optional(match: re.Match[str]) -> str:
         part = match.group(1)
@@ -138,10 +140,16 @@ def fill(template: str, fields: dict[str, Any]) -> str:
 
     try:
         text = _OPTIONAL.sub(optional, template)
-        names = {n for _, n, _, _ in string.Formatter().parse(text) if n}
-        values = {n: _show(fields[n]) if known(n) else "?" for n in names}
-        return text.format_map(values)
-    except (ValueError, IndexError, KeyError, AttributeError):
+        # Each placeholder is looked up (or computed) by its whole text, so dotted names and
+        # arithmetic such as {micro_batch * grad_accum} are never read by str.format itself.
+        out = []
+        for literal, name, spec, _ in string.Formatter().parse(text):
+            out.append(literal)
+            if name is not None:
+                found = placeholders.value(name, fields)
+                out.append("?" if found is None else format(_show(found), spec or ""))
+        return "".join(out)
+    except (ValueError, IndexError, KeyError, AttributeError, TypeError):
         return template
 
 

@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from ..parsers.prefilter import PatternError, check_pattern
+from . import placeholders
 from .facts import COMMON_FIELDS, FACT_KINDS
 from .vocabulary import CATEGORIES
 
@@ -218,6 +219,7 @@ class _Checker:
         self, path: Path, doc: _Dict, errors: list[RuleError], style: bool = False
     ) -> None:
         self.path, self.doc, self.errors, self.style = path, doc, errors, style
+        self.conditions_failed = False
 
     def error(self, where: Mark, message: str, hint: str = "") -> None:
         self.errors.append(RuleError(where, message, hint))
@@ -269,8 +271,11 @@ class _Checker:
         all_, any_, none = self.check_when(doc["when"])
         conditions = [*all_, *any_, *none]
         fields = self.available_fields([*all_, *any_])
-        self.check_template(doc, "summary", fields)
-        fixes = self.check_fixes(doc.get("fixes"), fields)
+        # When a condition failed, its fields are unknown: a placeholder naming one of them is no
+        # error of its own, so templates are checked only against complete conditions.
+        checked = None if self.conditions_failed else fields
+        self.check_template(doc, "summary", checked)
+        fixes = self.check_fixes(doc.get("fixes"), checked)
         explains = doc.get("explains", [])
         for index, category_name in enumerate(explains if isinstance(explains, list) else []):
             if category_name not in CATEGORIES:
@@ -348,7 +353,7 @@ class _Checker:
         if not isinstance(when, dict) or not when:
             self.error(self.value_mark(self.doc, "when"), "when must map all/any/none to lists")
             return [], [], []
-        index = 0
+        index, failed = 0, False
         for group, items in when.items():
             if group not in groups:
                 self.error(
@@ -365,7 +370,10 @@ class _Checker:
                 index += 1
                 if condition:
                     groups[group].append(condition)
-        if not groups["all"] and not groups["any"]:
+                failed = failed or condition is None
+        # A condition that failed was reported at its own line; "needs a group" would only repeat it.
+        self.conditions_failed = failed
+        if not groups["all"] and not groups["any"] and not failed:
             self.error(self.value_mark(self.doc, "when"), "when needs an all or any group")
         counted = [c for group in groups.values() for c in group if c.count > 1]
         if counted and (len(groups["all"]) != 1 or groups["any"] or groups["none"]):
@@ -477,7 +485,8 @@ class _Checker:
             fields |= kind_fields | {f"{condition.name}.{f}" for f in kind_fields}
         return fields
 
-    def check_template(self, mapping: _Dict, key: str, fields: set[str]) -> None:
+    def check_template(self, mapping: _Dict, key: str, fields: set[str] | None) -> None:
+        """Placeholders must parse and (``fields`` given) name fields of the matched facts."""
         text = mapping.get(key)
         if not isinstance(text, str):
             return
@@ -486,15 +495,21 @@ class _Checker:
         except ValueError as error:
             self.error(self.value_mark(mapping, key), f"bad placeholder: {error}")
             return
-        for name in names:
-            if name not in fields and not name.startswith("config."):
-                self.error(
-                    _locate(self.value_mark(mapping, key), "{" + name),
-                    f"placeholder {{{name}}} names no field of the facts this rule matches",
-                    _known(sorted(fields)),
-                )
+        for placeholder in names:
+            try:
+                read = placeholders.names(placeholder)
+            except placeholders.PlaceholderError as error:
+                self.error(_locate(self.value_mark(mapping, key), "{" + placeholder), str(error))
+                continue
+            for name in read if fields is not None else ():
+                if name not in fields and not name.startswith("config."):
+                    self.error(
+                        _locate(self.value_mark(mapping, key), "{" + placeholder),
+                        f"placeholder {{{name}}} names no field of the facts this rule matches",
+                        _known(sorted(fields)),
+                    )
 
-    def check_fixes(self, fixes: Any, fields: set[str]) -> list[dict[str, Any]]:
+    def check_fixes(self, fixes: Any, fields: set[str] | None) -> list[dict[str, Any]]:
         if not isinstance(fixes, list) or not fixes:
             self.error(self.value_mark(self.doc, "fixes"), "fixes must be a non-empty list")
             return []

@@ -37,6 +37,9 @@ class PatternError(ValueError):
 def _re2_options() -> re2.Options:
     options = re2.Options()
     options.max_mem = 64 << 20
+    # RE2 would also log each bad pattern from C++ straight to stderr (absl's "E0000 re2.cc"
+    # lines); the error is raised to the caller instead, which reports it once.
+    options.log_errors = False
     return options
 
 
@@ -45,7 +48,13 @@ def check_pattern(pattern: str) -> None:
     try:
         re2.compile(pattern, options=_re2_options())
     except re2.error as error:
-        raise PatternError(str(error)) from None
+        raise PatternError(_message(error)) from None
+
+
+def _message(error: re2.error) -> str:
+    """RE2's message as text (the binding passes it as bytes)."""
+    detail = error.args[0] if error.args else error
+    return detail.decode(errors="replace") if isinstance(detail, bytes) else str(detail)
 
 
 def _cache_dir() -> Path:

@@ -152,3 +152,23 @@ def test_a_hostile_user_pattern_cannot_hang_the_analyzer(my_rules: Path, tmp_pat
     result = crashcart("analyze", "--rules", str(my_rules), str(hostile))
     assert result.returncode in (0, 1), result.stderr
     assert time.perf_counter() - started < 60  # a backtracking engine would not finish
+
+
+def test_a_bad_regex_is_one_error_without_re2_log_lines(my_rules: Path) -> None:
+    """RE2's own C++ log line stays off stderr, and no follow-on error repeats the failure."""
+    rule = my_rules / "nan.yaml"
+    rule.write_text(RULE.replace("(?P<function>Solve\\\\w*)", "(?P<function>Solve\\\\w*"))
+    result = crashcart("rules", "lint", str(my_rules))
+    assert result.returncode == 2
+    assert "re2.cc" not in result.stderr and "absl" not in result.stderr
+    assert result.stderr.count("error:") == 1, result.stderr
+    assert "invalid regex: missing )" in result.stderr and 'b"' not in result.stderr
+    assert "1 problem(s)" in result.stderr
+
+
+def test_docs_list_every_category() -> None:
+    from crashcart.engine.vocabulary import CATEGORIES
+
+    text = Path("docs/rules.md").read_text(encoding="utf-8")
+    section = text[text.index("## Categories") : text.index("## Fact kinds")]
+    assert [c for c in CATEGORIES if f"`{c}`" not in section] == []

@@ -27,6 +27,7 @@ from ..analyzer import RuleBase
 from ..engine.diagnosis import Diagnosis
 from ..parsers.follow import DEFAULT_GLOBS
 from ..report import render_markdown
+from . import clipboard
 from .model import (
     DiagnosesChanged,
     EvidenceLoaded,
@@ -377,9 +378,26 @@ class CrashcartApp(App[None]):
         if text is None:
             self.notify("No fix to copy for this selection.", severity="warning")
             return
-        self.copy_to_clipboard(text)
-        first = text.splitlines()[0] if text else ""
-        self.notify(f"Copied to the clipboard: {first[:60]}", title="Fix copied")
+        self.copy_to_clipboard(text)  # OSC 52, and the app's own clipboard for pasting here
+        self.copy_with_tools(text)
+
+    @work(thread=True, exclusive=True, group="clipboard", exit_on_error=False)
+    def copy_with_tools(self, text: str) -> None:
+        """Copy with a clipboard tool or tmux where one is there (commands: in a thread), and
+        say what is known to have happened, not "copied" when tmux dropped it."""
+        outcome = clipboard.copy(text)
+        first = text.splitlines()[0][:60] if text else ""
+        self.call_from_thread(
+            self.notify,
+            f"{outcome.message}\n{first}",
+            title="Fix copied"
+            if outcome.copied
+            else "Fix not copied"
+            if outcome.doubtful
+            else "Fix sent",
+            severity="warning" if outcome.doubtful else "information",
+            timeout=10 if outcome.doubtful else 5,
+        )
 
     def action_save_report(self) -> None:
         """Write ./crashcart-report-<run>.md with the run's diagnoses."""

@@ -413,7 +413,7 @@ class Model:
         run = self._run_for(item.path)
         file = self._file_for(run, item.path)
         file.bytes += len(item.data)
-        file.last_activity = self.clock()
+        file.last_activity = self._written_at(item.path)
         file.last_write = time.monotonic()
         text = file.partial + item.data
         *complete, file.partial = text.split(b"\n")
@@ -430,6 +430,15 @@ class Model:
             self._waiting.add(run.name)
         else:
             self._feed(run, item)
+
+    def _written_at(self, path: str) -> float:
+        """When the bytes just read were written: the file's modification time (a log last
+        written two days ago was not active when it was opened), never later than now."""
+        now = self.clock()
+        try:
+            return min(now, os.stat(path).st_mtime)
+        except OSError:  # gone, or stdin: it was read just now
+            return now
 
     def _feed(self, run: _RunState, item: Data) -> None:
         assert run.analyzer is not None

@@ -168,6 +168,11 @@ class RunsTable(VimTable):
             self.run = run
             self.path = path
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        #: run name -> its place in the list as last shown
+        self.shown_order: dict[str, int] = {}
+
     def on_mount(self) -> None:
         """Set up the columns."""
         self.add_column("status", key="status", width=8)
@@ -186,7 +191,15 @@ class RunsTable(VimTable):
         rows: list[tuple[str, Sequence[Any]]] = []
         needle = name_filter.lower()
         width = max(12, (self.size.width or 80) - 40)
-        for run in sorted(runs, key=lambda r: r.sort_key):
+        ordered = sorted(runs, key=lambda r: r.sort_key)
+        if not self.follow_top:
+            # The person has moved the cursor: runs keep the places they were shown in (a run
+            # that fails does not jump to the top under the cursor); new runs come after.
+            ordered.sort(
+                key=lambda r: (r.name not in self.shown_order, self.shown_order.get(r.name, 0))
+            )
+        self.shown_order = {run.name: index for index, run in enumerate(ordered)}
+        for run in ordered:
             files = run.files
             if needle and needle not in run.name.lower():
                 files = tuple(f for f in files if needle in f.path.lower())
