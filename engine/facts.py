@@ -93,7 +93,7 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "time": "time of failure as torchrun printed it",
     },
     "stalled": {
-        "wait": "extension_build | rendezvous | stack_dump | waiting: what the last lines show"
+        "wait": "extension_build | rendezvous | stack_dump | waiting | progress_at_zero: what the last lines show"
         " the run waiting for",
         "text": "the wait line",
     },

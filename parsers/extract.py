@@ -147,6 +147,8 @@ class _SourceState:
     cxx_wait: int = 0
     #: The last line that shows the run waiting, its kind, and the metric lines read by then.
     last_wait: tuple[LogLine, str, int] | None = None
+    #: The file's last bytes read (whole lines), for a progress bar that stopped at 0.
+    tail: bytes = b""
     #: A traceback opened up to this line follows "Exception ignored in: ..." (a ``__del__``
     #: or a callback whose exception Python printed and ignored).
     ignored_until: int = -1
@@ -314,6 +316,7 @@ class Extractor:
                 self._line(state, buf[start:end], mask, out, marker)
             pos = end + 1
         state.stats.lines = state.lineno
+        state.tail = (state.tail + buf[max(0, size - waits.TAIL_BYTES) : size])[-waits.TAIL_BYTES :]
 
     def _candidates(self, buf: bytes) -> list[tuple[int, int, int]]:
         """The lines of ``buf`` worth reading, in order, with the consumers that want them.
@@ -549,16 +552,33 @@ class Extractor:
         return consumed
 
     def _stalled(self, state: _SourceState, out: list[Finding]) -> None:
-        """A file that ends on a wait, with no metric line after it, shows where a run hung."""
+        """A file that ends on a wait, or on a progress bar still at 0, with no metric line after
+        it, shows where a run hung."""
+        points = self.series.points_by_source[state.name]
+        found = self._last_wait(state, points) or self._stuck_at_zero(state)
+        if found is not None:
+            line, kind = found
+            fields = {"wait": kind, "steps_logged": points, "text": line.text[:300]}
+            out.append(Finding(Draft("stalled", fields), [line], line.rank, self.attempt, points))
+
+    def _last_wait(self, state: _SourceState, points: int) -> tuple[LogLine, str] | None:
         if state.last_wait is None:
-            return
-        line, kind, points = state.last_wait
-        if state.lineno - line.lineno > waits.TAIL_LINES:
-            return
-        if self.series.points_by_source[state.name] != points:
-            return
-        fields = {"wait": kind, "steps_logged": points, "text": line.text[:300]}
-        out.append(Finding(Draft("stalled", fields), [line], line.rank, self.attempt, points))
+            return None
+        line, kind, points_then = state.last_wait
+        if state.lineno - line.lineno > waits.TAIL_LINES or points != points_then:
+            return None
+        return line, kind
+
+    def _stuck_at_zero(self, state: _SourceState) -> tuple[LogLine, str] | None:
+        lines = state.tail.split(b"\n")
+        if lines and not lines[-1]:
+            lines.pop()  # the newline that ends the file
+        for back, raw in enumerate(reversed(lines[-waits.TAIL_LINES :])):
+            shown = [part for part in raw.split(b"\r") if part.strip()]
+            if shown and waits.AT_ZERO.search(shown[-1]):
+                line = make_line(state.name, state.lineno - back, raw, state.default_rank)
+                return line, "progress_at_zero"
+        return None
 
     def _cxx_without_what(self, state: _SourceState, out: list[Finding]) -> None:
         """A ``terminate called ...`` line whose ``what():`` never came is an exception too."""

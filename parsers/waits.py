@@ -24,8 +24,12 @@ TRIGGERS: dict[str, str] = {
     "stack_dump": r"Timeout \(\d+:\d\d:\d\d\)!|Thread 0x[0-9a-fA-F]+ \(most recent call first\)"
     r"|Thread \S+ \((?:idle|active)\)",
 }
-# A progress bar still at 0 would be a telling last line too, but every tqdm line redrawn with
-# \r starts at 0%: as a trigger it would send every progress line of a log to Python.
+# A progress bar still at 0 is a telling last line too, but every tqdm line redrawn with \r
+# starts at 0%: as a trigger it would send every progress line of a log to Python. The extractor
+# keeps each file's last bytes instead and looks at them once, when the file ends.
+
+#: A progress bar's last state at 0 steps: ``Epoch 0:   0%|          | 0/32425 [00:00<?, ?it/s]``.
+AT_ZERO = re.compile(rb"(?:^|\s)0%\|[^|\r\n]*\|\s*0/\d+ \[")
 
 _SIGNATURES = (
     ("extension_build", re.compile(r"extensions root|extension module|Lock file exists")),
@@ -41,6 +45,8 @@ _SIGNATURES = (
 
 #: A file that ends within this many lines of a wait line ends on it.
 TAIL_LINES = 4
+#: Bytes of a file's end kept to look for a progress bar that never moved.
+TAIL_BYTES = 4096
 
 
 def signature(text: str) -> str | None:

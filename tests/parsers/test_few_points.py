@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import categories, run_text
 
 
@@ -110,3 +112,26 @@ def test_bitsandbytes_set_up_banner_is_cuda_setup() -> None:
         """
     )
     assert categories(report) == ["cuda_setup"]
+
+
+STUCK_AT_ZERO = """\
+[2024-07-15 13:32:09] Training for 1000 epochs with 32425 steps per epoch
+[2024-07-15 13:32:11] Beginning epoch 0...
+Epoch 0:   0%|          | 0/32425 [00:00<?, ?it/s]/envs/lib/python3.9/site-packages/colossalai/nn/optimizer/nvme_optimizer.py:55: UserWarning: TypedStorage is deprecated.
+  numel += p.storage().size()
+"""
+
+
+@pytest.mark.parametrize("chunk", [None, 7, 64])
+def test_a_log_that_ends_on_a_bar_still_at_zero_is_a_hang(chunk: int | None) -> None:
+    # Posted in Open-Sora#608: the first step never completed.
+    report = run_text(STUCK_AT_ZERO, chunk=chunk)
+    assert categories(report) == ["hang"]
+    assert report.diagnoses[0].fields["wait"] == "progress_at_zero"
+    assert report.diagnoses[0].evidence[0].lineno == 3
+
+
+def test_a_bar_that_moved_on_is_not_a_hang() -> None:
+    moved = "Epoch 0:   0%|          | 0/100 [00:00<?, ?it/s]\rEpoch 0:  50%|#####     | 50/100\n"
+    assert run_text(moved).diagnoses == []
+    assert run_text(STUCK_AT_ZERO + "step 1 loss 2.0\n" * 5).diagnoses == []
