@@ -1,0 +1,123 @@
+"""Build durable-rules' wheel for this interpreter from its released source, optimised.
+
+durable-rules 2.0.28 (2020, its only release) ships source only, and its setup.py replaces
+``CFLAGS``: the C engine is then compiled without ``-O2`` and ``-DNDEBUG``, and on Python 3.13,
+which removed ``PyEval_CallObject``, it does not build (GCC 14) or builds a module that fails on
+import (older GCC). ``CPPFLAGS`` still reaches the compiler, so this script builds the wheel with
+
+- ``-O2 -DNDEBUG`` on every interpreter, and
+- ``-DPyEval_CallObject=PyObject_CallObject`` on 3.13 and later (the change upstream merged
+  in 2025 without a release; earlier versions define the name themselves),
+
+from the release's sdist, pinned by its hash, with pip's cache off (pip would otherwise reuse a
+wheel it built earlier without these flags). The wheel is kept in
+``wheels/durable-rules/<interpreter ABI>-<flags digest>/`` and built again only when that
+folder is missing. docs/decisions.md says why this route.
+
+Usage, with the interpreter crashcart will run on::
+
+    python tools/durable_wheel.py              # build if needed; print the wheel's path
+    python tools/durable_wheel.py --install    # ... and install it into this interpreter
+    python tools/durable_wheel.py --unoptimised  # the flags of the release (for benchmarks)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+VERSION = "2.0.28"
+#: sha256 of durable_rules-2.0.28.tar.gz as published on PyPI.
+SDIST_SHA256 = "053b26f5e48d312d4fa27995243f954671be6eece477f150c059c364eb4d7d61"
+OPTIMISE = "-O2 -DNDEBUG"
+#: Python 3.13 removed PyEval_CallObject; PyObject_CallObject takes the same arguments.
+PY313_COMPAT = "-DPyEval_CallObject=PyObject_CallObject"
+DEFAULT_DEST = Path(__file__).resolve().parent.parent / "wheels" / "durable-rules"
+
+
+def cppflags(*, optimised: bool = True) -> str:
+    """The preprocessor/compiler flags this interpreter's build gets, after the user's own."""
+    flags = [os.environ.get("CPPFLAGS", "")]
+    if optimised:
+        flags.append(OPTIMISE)
+    if sys.version_info >= (3, 13):
+        flags.append(PY313_COMPAT)
+    return " ".join(flag for flag in flags if flag)
+
+
+def wheel_dir(flags: str, dest: Path = DEFAULT_DEST) -> Path:
+    """Where the wheel built with ``flags`` for this interpreter's ABI is kept."""
+    abi = str(sysconfig.get_config_var("EXT_SUFFIX") or sys.implementation.cache_tag)
+    abi = abi.removeprefix(".").removesuffix(".so").removesuffix(".pyd")
+    digest = hashlib.sha256(flags.encode()).hexdigest()[:10]
+    return dest / f"{abi}-{digest}"
+
+
+def build(flags: str, dest: Path = DEFAULT_DEST) -> Path:
+    """The wheel built with ``flags``, building it first when it is not there yet."""
+    folder = wheel_dir(flags, dest)
+    existing = sorted(folder.glob("durable_rules-*.whl"))
+    if existing:
+        return existing[0]
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest, prefix=".building-") as scratch:
+        requirement = Path(scratch, "requirement.txt")
+        requirement.write_text(f"durable-rules=={VERSION} --hash=sha256:{SDIST_SHA256}\n")
+        out = Path(scratch, "out")
+        command = [
+            *(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps"),
+            # Off: pip's cache may hold a wheel built without our flags, and would reuse it.
+            "--no-cache-dir",
+            *("--no-binary", "durable-rules", "--wheel-dir", str(out), "-r", str(requirement)),
+        ]
+        print(f"building durable-rules {VERSION} with CPPFLAGS={flags!r}", file=sys.stderr)
+        subprocess.run(command, check=True, env={**os.environ, "CPPFLAGS": flags})
+        # Moved into place whole, so a build that was interrupted never counts as done; a
+        # build that ran at the same time and finished first is as good as this one.
+        try:
+            out.rename(folder)
+        except OSError:
+            if not folder.is_dir():
+                raise
+    return next(folder.glob("durable_rules-*.whl"))
+
+
+def install(wheel: Path) -> None:
+    """Install ``wheel`` into this interpreter's environment, replacing any other build."""
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"),
+            *("--force-reinstall", str(wheel)),
+        ],
+        check=True,
+    )
+
+
+def main() -> int:
+    """Build (if needed), print the wheel's path, optionally install it."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--install", action="store_true", help="install it into this Python")
+    parser.add_argument(
+        "--unoptimised", action="store_true", help="the release's own flags (no -O2 -DNDEBUG)"
+    )
+    parser.add_argument("--dest", type=Path, default=DEFAULT_DEST, help="where wheels are kept")
+    args = parser.parse_args()
+    try:
+        wheel = build(cppflags(optimised=not args.unoptimised), args.dest)
+        if args.install:
+            install(wheel)
+    except subprocess.CalledProcessError as error:
+        print(f"durable_wheel: pip failed with exit status {error.returncode}", file=sys.stderr)
+        return 2
+    print(wheel)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
