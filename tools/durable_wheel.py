@@ -14,7 +14,7 @@ wheel it built earlier without these flags). The wheel is kept in
 ``wheels/durable-rules/<interpreter ABI>-<flags digest>/`` and built again only when that
 folder is missing. docs/decisions.md says why this route.
 
-Usage, with the interpreter crashcart will run on::
+Usage, with the interpreter crashcart will run on (or name it with ``--python``)::
 
     python tools/durable_wheel.py              # build if needed; print the wheel's path
     python tools/durable_wheel.py --install    # ... and install it into this interpreter
@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import subprocess
 import sys
-import sysconfig
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 VERSION = "2.0.28"
@@ -39,29 +40,51 @@ OPTIMISE = "-O2 -DNDEBUG"
 #: Python 3.13 removed PyEval_CallObject; PyObject_CallObject takes the same arguments.
 PY313_COMPAT = "-DPyEval_CallObject=PyObject_CallObject"
 DEFAULT_DEST = Path(__file__).resolve().parent.parent / "wheels" / "durable-rules"
+_DESCRIBE = """\
+import importlib.util, json, sys, sysconfig
+print(json.dumps({"version": sys.version_info[:2], "pip": bool(importlib.util.find_spec("pip")),
+    "abi": sysconfig.get_config_var("EXT_SUFFIX") or sys.implementation.cache_tag}))
+"""
 
 
-def cppflags(*, optimised: bool = True) -> str:
-    """The preprocessor/compiler flags this interpreter's build gets, after the user's own."""
+@dataclass
+class Target:
+    """The interpreter the wheel is for."""
+
+    python: str
+    version: tuple[int, int]
+    abi: str  # e.g. "cpython-313-x86_64-linux-gnu"
+    pip: list[str]  # how to run pip for it
+
+    @classmethod
+    def of(cls, python: str) -> Target:
+        """Ask ``python`` what it is; a venv made ``--without-pip`` gets this script's pip."""
+        found = json.loads(subprocess.check_output([python, "-c", _DESCRIBE], text=True))
+        abi = found["abi"].removeprefix(".").removesuffix(".so").removesuffix(".pyd")
+        pip = [python, "-m", "pip"] if found["pip"] else [sys.executable, "-m", "pip"]
+        pip += [] if found["pip"] else ["--python", python]
+        return cls(python, tuple(found["version"]), abi, pip)
+
+
+def cppflags(target: Target, *, optimised: bool = True) -> str:
+    """The preprocessor/compiler flags ``target``'s build gets, after the user's own."""
     flags = [os.environ.get("CPPFLAGS", "")]
     if optimised:
         flags.append(OPTIMISE)
-    if sys.version_info >= (3, 13):
+    if target.version >= (3, 13):
         flags.append(PY313_COMPAT)
     return " ".join(flag for flag in flags if flag)
 
 
-def wheel_dir(flags: str, dest: Path = DEFAULT_DEST) -> Path:
-    """Where the wheel built with ``flags`` for this interpreter's ABI is kept."""
-    abi = str(sysconfig.get_config_var("EXT_SUFFIX") or sys.implementation.cache_tag)
-    abi = abi.removeprefix(".").removesuffix(".so").removesuffix(".pyd")
+def wheel_dir(target: Target, flags: str, dest: Path = DEFAULT_DEST) -> Path:
+    """Where the wheel built with ``flags`` for ``target``'s ABI is kept."""
     digest = hashlib.sha256(flags.encode()).hexdigest()[:10]
-    return dest / f"{abi}-{digest}"
+    return dest / f"{target.abi}-{digest}"
 
 
-def build(flags: str, dest: Path = DEFAULT_DEST) -> Path:
-    """The wheel built with ``flags``, building it first when it is not there yet."""
-    folder = wheel_dir(flags, dest)
+def build(target: Target, flags: str, dest: Path = DEFAULT_DEST) -> Path:
+    """The wheel built with ``flags`` for ``target``, building it first when it is not there."""
+    folder = wheel_dir(target, flags, dest)
     existing = sorted(folder.glob("durable_rules-*.whl"))
     if existing:
         return existing[0]
@@ -71,9 +94,11 @@ def build(flags: str, dest: Path = DEFAULT_DEST) -> Path:
         requirement.write_text(f"durable-rules=={VERSION} --hash=sha256:{SDIST_SHA256}\n")
         out = Path(scratch, "out")
         command = [
-            *(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps"),
+            *(*target.pip, "wheel", "--quiet", "--no-deps"),
             # Off: pip's cache may hold a wheel built without our flags, and would reuse it.
             "--no-cache-dir",
+            # Old pips (3.10's venvs have 23.0) would otherwise call setup.py bdist_wheel directly.
+            "--use-pep517",
             *("--no-binary", "durable-rules", "--wheel-dir", str(out), "-r", str(requirement)),
         ]
         print(f"building durable-rules {VERSION} with CPPFLAGS={flags!r}", file=sys.stderr)
@@ -88,13 +113,10 @@ def build(flags: str, dest: Path = DEFAULT_DEST) -> Path:
     return next(folder.glob("durable_rules-*.whl"))
 
 
-def install(wheel: Path) -> None:
-    """Install ``wheel`` into this interpreter's environment, replacing any other build."""
+def install(target: Target, wheel: Path) -> None:
+    """Install ``wheel`` into ``target``'s environment, replacing any other build."""
     subprocess.run(
-        [
-            *(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"),
-            *("--force-reinstall", str(wheel)),
-        ],
+        [*target.pip, "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)],
         check=True,
     )
 
@@ -107,11 +129,13 @@ def main() -> int:
         "--unoptimised", action="store_true", help="the release's own flags (no -O2 -DNDEBUG)"
     )
     parser.add_argument("--dest", type=Path, default=DEFAULT_DEST, help="where wheels are kept")
+    parser.add_argument("--python", default=sys.executable, help="the interpreter (this one)")
     args = parser.parse_args()
     try:
-        wheel = build(cppflags(optimised=not args.unoptimised), args.dest)
+        target = Target.of(args.python)
+        wheel = build(target, cppflags(target, optimised=not args.unoptimised), args.dest)
         if args.install:
-            install(wheel)
+            install(target, wheel)
     except subprocess.CalledProcessError as error:
         print(f"durable_wheel: pip failed with exit status {error.returncode}", file=sys.stderr)
         return 2
