@@ -7,13 +7,15 @@ durable-rules, so the engine stays replaceable.
 
 durable-rules facts this adapter respects: a ruleset cannot be reloaded (one host per rule
 load), an event no rule matches raises ``MessageNotHandledException``, facts stay until
-retracted, and the stock host dispatches actions on its own timer threads (we turn those off:
-see :class:`_SynchronousHost`).
+retracted, the stock host dispatches actions on its own timer threads (we turn those off:
+see :class:`_SynchronousHost`), and its clock calls ``datetime.utcfromtimestamp`` (replaced
+here: see :func:`_unix_now`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import hashlib
 import itertools
 import json
@@ -32,6 +34,20 @@ from .rules import Condition, Rule
 _RULESET_NAME = "crashcart"
 _hosts = itertools.count()
 RULES_PER_SET = 100
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def _unix_now() -> float:
+    """durable-rules' clock, the value it computes itself (local time as seconds since the
+    naive epoch), without ``datetime.utcfromtimestamp(0)``: that call is deprecated since
+    Python 3.12 (a DeprecationWarning on every rule firing, an error under
+    ``-W error::DeprecationWarning``) and due for removal."""
+    return (datetime.datetime.now() - _EPOCH).total_seconds()
+
+
+# Contained here, where the engine is adapted: the deprecated call is never made, rather than its
+# warning filtered (pytest and -W put their own filters in front of any filter of ours).
+durable_engine._unix_now = _unix_now
 
 
 class _SynchronousHost(durable_engine.Host):

@@ -1,8 +1,13 @@
-"""Shared helpers: run the real pipeline on inline log text."""
+"""Shared helpers: run the real pipeline on inline log text, run the real command line."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
+from collections.abc import Collection
+from typing import Any
 
 import pytest
 
@@ -33,3 +38,44 @@ def categories(report: Report) -> list[str]:
 def analyze_text():
     """The :func:`run_text` helper as a fixture."""
     return run_text
+
+
+CRASHCART = [sys.executable, "-m", "crashcart"]
+#: The exit statuses crashcart has: nothing found, diagnoses found, usage or input error.
+EXIT_CODES = (0, 1, 2)
+
+
+def assert_started(
+    returncode: int | None, stderr: str | bytes | None, expected: Collection[int] = EXIT_CODES
+) -> None:
+    """Fail the test unless crashcart ran and ended as ``expected``: a traceback on stderr, or an
+    exit status outside ``expected``, is a failure. A crashcart that cannot start (an engine
+    that does not import) exits with a traceback and status 1, the code for "diagnoses found",
+    so a check of the exit status alone would let it pass."""
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr or ""
+    if "Traceback (most recent call last)" in text or returncode not in expected:
+        pytest.fail(
+            f"crashcart exited with {returncode}, expected one of {sorted(expected)}; "
+            f"stderr:\n{text[-4000:]}",
+            pytrace=False,
+        )
+
+
+def run_crashcart(
+    *args: str,
+    expected: Collection[int] = EXIT_CODES,
+    env: dict[str, str] | None = None,
+    **options: Any,
+) -> subprocess.CompletedProcess:
+    """Run ``python -m crashcart ARGS`` to its end (``options`` go to :func:`subprocess.run`:
+    ``input``, ``text``, ``timeout``, ``stdin``), then :func:`assert_started` on it."""
+    options.setdefault("timeout", 120)
+    result = subprocess.run(
+        [*CRASHCART, *args],
+        capture_output=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+        **options,
+    )
+    assert_started(result.returncode, result.stderr, expected)
+    return result

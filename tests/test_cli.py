@@ -6,25 +6,23 @@ import gzip
 import json
 import os
 import subprocess
-import sys
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import CRASHCART, EXIT_CODES, run_crashcart
 
 EXAMPLE = Path("rules/examples/cuda_oom/fragmentation.log")
 
 
 def crashcart(
-    *args: str, stdin: bytes | None = None, env: dict | None = None
+    *args: str,
+    stdin: bytes | None = None,
+    env: dict | None = None,
+    expected: Collection[int] = EXIT_CODES,
 ) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "crashcart", *args],
-        input=stdin,
-        capture_output=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
+    return run_crashcart(*args, input=stdin, env=env, expected=expected)
 
 
 def assert_clean_error(result: subprocess.CompletedProcess, needle: str) -> None:
@@ -36,8 +34,7 @@ def assert_clean_error(result: subprocess.CompletedProcess, needle: str) -> None
 
 
 def test_analyze_finds_the_oom_and_exits_1() -> None:
-    result = crashcart("analyze", str(EXAMPLE), env={"NO_COLOR": "1"})
-    assert result.returncode == 1
+    result = crashcart("analyze", str(EXAMPLE), env={"NO_COLOR": "1"}, expected=[1])
     out = result.stdout.decode()
     assert out.startswith("1. cuda_oom")
     assert "\x1b[" not in out  # plain text off a terminal
@@ -46,7 +43,7 @@ def test_analyze_finds_the_oom_and_exits_1() -> None:
 
 
 def test_json_report_follows_the_contract() -> None:
-    result = crashcart("analyze", "--json", str(EXAMPLE))
+    result = crashcart("analyze", "--json", str(EXAMPLE), expected=[1])
     report = json.loads(result.stdout)
     assert report["schema"] == 1
     assert report["inputs"][0]["path"] == str(EXAMPLE)
@@ -69,10 +66,10 @@ def test_json_report_follows_the_contract() -> None:
 
 def test_stdin_and_gzip(tmp_path: Path) -> None:
     data = EXAMPLE.read_bytes()
-    assert crashcart("analyze", "-", stdin=data).returncode == 1
+    crashcart("analyze", "-", stdin=data, expected=[1])
     packed = tmp_path / "old.log.gz"
     packed.write_bytes(gzip.compress(data))
-    result = crashcart("analyze", "--json", str(packed))
+    result = crashcart("analyze", "--json", str(packed), expected=[1])
     assert json.loads(result.stdout)["diagnoses"][0]["category"] == "cuda_oom"
 
 
@@ -84,7 +81,7 @@ def test_directory_is_one_run_of_per_rank_files(tmp_path: Path) -> None:
     )
     (tmp_path / "rank1.log").write_bytes(EXAMPLE.read_bytes())
     (tmp_path / "notes.md").write_text("not a log")
-    report = json.loads(crashcart("analyze", "--json", str(tmp_path)).stdout)
+    report = json.loads(crashcart("analyze", "--json", str(tmp_path), expected=[1]).stdout)
     assert [d["category"] for d in report["diagnoses"]] == ["cuda_oom", "distributed_timeout"]
     assert len(report["inputs"]) == 2
     assert report["diagnoses"][1]["evidence"][0]["rank"] == 0
@@ -124,17 +121,14 @@ def test_unreadable_file(tmp_path: Path) -> None:
 def test_empty_input_is_a_normal_empty_result(tmp_path: Path) -> None:
     empty = tmp_path / "empty.log"
     empty.write_bytes(b"")
-    result = crashcart("analyze", "--json", str(empty))
-    assert result.returncode == 0
+    result = crashcart("analyze", "--json", str(empty), expected=[0])
     assert json.loads(result.stdout)["stats"]["bytes"] == 0
 
 
 def test_binary_garbage_and_invalid_utf8(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.log"
     garbage.write_bytes(os.urandom(300_000) + b"\xff\xfeRuntimeError: CUDA out of memory.\n")
-    result = crashcart("analyze", "--json", str(garbage))
-    assert result.returncode in (0, 1)
-    assert "Traceback" not in result.stderr.decode()
+    result = crashcart("analyze", "--json", str(garbage), expected=[0, 1])
     assert json.loads(result.stdout)["stats"]["bytes"] == 300_000 + 36
 
 
@@ -145,7 +139,7 @@ def test_a_100_mb_line(tmp_path: Path) -> None:
         for _ in range(100):
             handle.write(b"A" * (1 << 20))
         handle.write(b"\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
-    result = crashcart("analyze", "--json", str(big))
+    result = crashcart("analyze", "--json", str(big), expected=[1])
     report = json.loads(result.stdout)
     assert report["inputs"][0]["truncated_lines"] == 1
     assert report["stats"]["lines"] == 3
@@ -165,6 +159,24 @@ def test_broken_rule_file_names_file_line_and_column(tmp_path: Path) -> None:
 
 
 def test_usage_error_exits_2() -> None:
-    result = crashcart("analyze")
-    assert result.returncode == 2
-    assert "Traceback" not in result.stderr.decode()
+    crashcart("analyze", expected=[2])
+
+
+def test_a_crashcart_that_cannot_start_fails_every_cli_test(tmp_path: Path) -> None:
+    # What issue 14 saw: durable-rules built for Python 3.13 by an older GCC fails on import.
+    (tmp_path / "durable_rules_engine.py").write_text(
+        'raise ImportError("durable_rules_engine.so: undefined symbol: PyEval_CallObject")\n'
+    )
+    broken = {"PYTHONPATH": str(tmp_path)}
+    result = subprocess.run(
+        [*CRASHCART, "analyze", str(EXAMPLE)],
+        capture_output=True,
+        env={**os.environ, **broken},
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1  # the status of "diagnoses found": alone, it hides the crash
+    with pytest.raises(pytest.fail.Exception, match="undefined symbol: PyEval_CallObject"):
+        crashcart("analyze", str(EXAMPLE), env=broken, expected=[1])
+    with pytest.raises(pytest.fail.Exception, match="expected one of \\[0\\]"):
+        crashcart("analyze", str(EXAMPLE), expected=[0])  # starts, but finds a diagnosis

@@ -5,18 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
+from collections.abc import Collection
 from pathlib import Path
 
+from tests.conftest import EXIT_CODES, run_crashcart
 
-def crashcart(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "crashcart", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+
+def crashcart(*args: str, expected: Collection[int] = EXIT_CODES) -> subprocess.CompletedProcess:
+    return run_crashcart(*args, text=True, timeout=300, expected=expected)
 
 
 def make_corpus(tmp_path: Path) -> Path:

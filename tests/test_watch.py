@@ -10,10 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+from tests.conftest import CRASHCART, assert_started, run_crashcart
+
 OOM = Path("rules/examples/cuda_oom/fragmentation.log").read_bytes()
 TIMEOUT = Path("rules/examples/distributed_timeout/watchdog.log").read_bytes()
 HEALTHY = Path("rules/examples/healthy/plain_training.log").read_bytes()
-WATCH = [sys.executable, "-m", "crashcart", "watch", "--json"]
+WATCH_JSON = ["watch", "--json"]
+WATCH = [*CRASHCART, *WATCH_JSON]
 
 
 def events(text: str) -> list[dict]:
@@ -45,12 +48,12 @@ def test_producer_pipeline_reports_once_and_counts_every_byte(tmp_path: Path) ->
     summary = found[-1]
     assert summary["event"] == "summary"
     assert summary["files"]["<stdin>"]["bytes"] == len(HEALTHY) + 2 * len(OOM)
-    assert result.returncode == 1
+    assert_started(result.returncode, result.stderr, [1])
 
 
 def test_diagnosis_arrives_while_the_producer_is_still_running(tmp_path: Path) -> None:
     process = subprocess.Popen(
-        [*WATCH, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=False
+        [*WATCH, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert process.stdin and process.stdout
     process.stdin.write(HEALTHY + OOM)
@@ -59,8 +62,8 @@ def test_diagnosis_arrives_while_the_producer_is_still_running(tmp_path: Path) -
     line = json.loads(process.stdout.readline())
     assert line["event"] == "diagnosis" and line["diagnosis"]["category"] == "cuda_oom"
     assert time.monotonic() - started < 10
-    process.stdin.close()
-    process.wait(timeout=30)
+    _, err = process.communicate(timeout=30)
+    assert_started(process.returncode, err, [1])
 
 
 def test_follows_a_directory_through_rotation_truncation_and_recreation(tmp_path: Path) -> None:
@@ -119,12 +122,16 @@ def test_follows_a_directory_through_rotation_truncation_and_recreation(tmp_path
     assert {"rotated", "truncated"} <= notices or "deleted" in notices
     summary = seen[-1]
     assert summary["event"] == "summary" and summary["files"][str(log)]["rotations"] >= 1
-    assert "Traceback" not in err
+    assert_started(watcher.returncode, err, [1])
 
 
 def test_a_stalled_run_is_reported_as_a_hang_and_retracted_when_it_resumes() -> None:
     process = subprocess.Popen(
-        [*WATCH, "--hang-after", "1", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [*WATCH, "--hang-after", "1", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert process.stdin and process.stdout
     time.sleep(3)  # let it start: a backlog read in one go has no cadence to judge
@@ -144,39 +151,26 @@ def test_a_stalled_run_is_reported_as_a_hang_and_retracted_when_it_resumes() -> 
         "category": "hang",
         "detail": "progress resumed",
     }
-    process.stdin.close()
-    process.wait(timeout=30)
+    _, err = process.communicate(timeout=30)
+    assert_started(process.returncode, err, [0])
 
 
 def test_exec_runs_for_each_new_diagnosis_without_blocking(tmp_path: Path) -> None:
     received = tmp_path / "received.json"
-    result = subprocess.run(
-        [*WATCH, "--exec", f"cat > {received}; exit 3", "-"],
-        input=OOM,
-        capture_output=True,
-        timeout=60,
-        check=False,
+    result = run_crashcart(
+        *WATCH_JSON, "--exec", f"cat > {received}; exit 3", "-", input=OOM, expected=[1]
     )
     assert json.loads(received.read_text())["diagnosis"]["category"] == "cuda_oom"
     assert b"--exec command exited with 3" in result.stderr
-    slow = subprocess.run(
-        [*WATCH, "--exec", "sleep 30", "--exec-timeout", "0.5", "-"],
-        input=OOM,
-        capture_output=True,
-        timeout=60,
-        check=False,
+    slow = run_crashcart(
+        *WATCH_JSON, "--exec", "sleep 30", "--exec-timeout", "0.5", "-", input=OOM, expected=[1]
     )
     assert b"timed out after 0.5 s" in slow.stderr
 
 
 def test_nothing_to_watch_is_a_clear_error() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "crashcart", "watch", "missing/dir"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        stdin=subprocess.DEVNULL,
+    result = run_crashcart(
+        "watch", "missing/dir", text=True, timeout=30, stdin=subprocess.DEVNULL, expected=[2]
     )
-    assert result.returncode == 2 and "no such file or directory" in result.stderr
+    assert "no such file or directory" in result.stderr
     os.environ.get("CI")  # the same in CI: no stdin there

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
+import subprocess
+import sys
+import warnings
 from pathlib import Path
 
+from crashcart.engine import durable
 from crashcart.engine.durable import RuleSession
 from crashcart.engine.rules import load_file
 
@@ -134,3 +139,45 @@ def test_floats_in_exponent_notation_reach_the_engine(tmp_path: Path) -> None:
         "cuda_oom.without_alloc_conf"
     ]
     assert rules.assert_fact(fact(2, "config", key="lr", value=1e26)) == []
+
+
+def test_firing_a_rule_warns_nothing(tmp_path: Path) -> None:
+    # durable-rules' clock called datetime.utcfromtimestamp: a DeprecationWarning per firing on
+    # Python 3.12 and later, until the adapter replaced that clock.
+    rules = session(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert fired(rules.assert_fact(fact(1, "cuda_oom", requested_gib=1.0))) == [
+            "cuda_oom.without_alloc_conf"
+        ]
+    assert [str(warning.message) for warning in caught] == []
+
+
+def test_a_rule_fires_when_deprecation_warnings_are_errors(tmp_path: Path) -> None:
+    (tmp_path / "r.yaml").write_text(RULES)
+    script = (
+        "import pathlib\n"
+        "from crashcart.engine.durable import RuleSession\n"
+        "from crashcart.engine.rules import load_file\n"
+        f"rules = RuleSession(load_file(pathlib.Path({str(tmp_path / 'r.yaml')!r}), []))\n"
+        "fact = {'sid': 'run', 'id': 1, 'seq': 1, 'kind': 'cuda_oom', 'rank': 0, 'line': 1,\n"
+        "        'requested_gib': 4.0, 'phase': 'train'}\n"
+        "print(sorted(firing.rule.id for firing in rules.assert_fact(fact)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-W", "error::DeprecationWarning", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == "['cuda_oom.big', 'cuda_oom.without_alloc_conf']\n"
+
+
+def test_the_engines_clock_keeps_the_value_durable_computed() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        epoch = datetime.datetime.utcfromtimestamp(0)  # durable-rules' own formula
+    theirs = (datetime.datetime.now() - epoch).total_seconds()
+    assert abs(durable.durable_engine._unix_now() - theirs) < 1.0

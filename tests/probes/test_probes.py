@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from crashcart.probes.cudainfo import (
     kernel_source,
     parse_gpu_processes,
 )
+from tests.conftest import run_crashcart
 
 GPU_PROBES = [
     "cuda_memory",
@@ -340,24 +342,13 @@ def test_parse_gpu_processes():
 
 def test_analyze_probe_feeds_the_verdict_back_into_the_report(tmp_path) -> None:
     """analyze --probe on a real disk-full log: the disk_space probe runs here, for real."""
-    import json
-    import subprocess
-    import sys
-
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "crashcart",
-            "analyze",
-            "--json",
-            "--probe",
-            "rules/examples/disk_full/checkpoint.log",
-        ],
-        capture_output=True,
+    result = run_crashcart(
+        "analyze",
+        "--json",
+        "--probe",
+        "rules/examples/disk_full/checkpoint.log",
         text=True,
-        timeout=120,
-        check=False,
+        expected=[1],
     )
     top = json.loads(result.stdout)["diagnoses"][0]
     assert top["category"] == "disk_full"
@@ -368,24 +359,7 @@ def test_analyze_probe_feeds_the_verdict_back_into_the_report(tmp_path) -> None:
 
 
 def test_probe_command_by_name_and_for_a_log() -> None:
-    import json
-    import subprocess
-    import sys
-
-    by_name = subprocess.run(
-        [sys.executable, "-m", "crashcart", "probe", "cuda_memory", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    by_name = run_crashcart("probe", "cuda_memory", "--json", text=True, expected=[0, 1])
     (result,) = json.loads(by_name.stdout)
     assert result["status"] == "unavailable" or result["name"] == "cuda_memory"
-    bad = subprocess.run(
-        [sys.executable, "-m", "crashcart", "probe"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    run_crashcart("probe", text=True, timeout=60, expected=[2])
