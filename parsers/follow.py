@@ -5,15 +5,33 @@ each followed file (:class:`Data`) and the things a person should be told (:clas
 a file opened, truncated, rotated, deleted or re-created, or an error.
 
 How it follows a name
-    One reader thread owns every descriptor. For each followed name it keeps a short chain of
-    open descriptors: the file now at the name last, files that were renamed away or deleted
-    before it. It reads only the head of the chain. A file that left its name (rotation,
-    deletion) stays the head for ``drain_seconds`` more, because a writer that has not reopened
-    its log keeps writing to the old descriptor (``tail -F`` loses those lines); its bytes are
-    reported under the name, before any byte of the file that replaced it. A file whose size
-    falls below the offset read so far was truncated (also ``copytruncate``): reading starts
-    again at byte 0, and a notice says so. Offsets are kept per descriptor and every read is a
-    ``pread`` at that offset, so no byte is read twice or skipped.
+    One reader thread owns every descriptor. Files are known by identity (``st_dev``,
+    ``st_ino``), not by name: a file renamed to another followed name (logrotate's ``a.log ->
+    a.1.log``) is read on there from its offset, never again from byte 0. For each followed
+    name it keeps a short chain of open descriptors: the file now at the name, and files that
+    left it (rotation, deletion), which are drained for ``drain_seconds`` more, because a
+    writer that has not reopened its log keeps writing to the old descriptor (``tail -F``
+    loses those lines). The new file at the name is read at once, beside the ones drained;
+    their bytes are reported under the name as whole lines, never mixed (a partial last line
+    of one waits until it ends or the other is done). Offsets are kept per descriptor and
+    every read is a ``pread`` at that offset, so no byte is read twice or skipped.
+
+Truncation
+    A file whose size falls below the offset read so far was truncated (also
+    ``copytruncate``). One truncated and written again past the offset before the next look
+    is seen too: every read re-reads the ``FINGERPRINT`` bytes before the offset, and if they
+    changed, the file was rewritten. Either way reading starts again at byte 0 and a
+    ``truncated`` notice says so, with the bytes known to be lost (seen on disk, never read).
+
+Limits (following by name cannot do better; ``tail -F`` neither)
+    - A file that lives at a followed name for less than the follower takes to look (about
+      ``poll_interval`` polling, or the time to handle an event; ~0.2 s under load) is never
+      opened, and bytes a truncation destroys before the first read of a file are not known
+      to have existed: neither is told.
+    - A rewrite that puts back the very same ``FINGERPRINT`` bytes before the offset is not
+      seen; what follows the offset is then delivered as if appended.
+    - Bytes written to a renamed or deleted file more than ``drain_seconds`` after it left
+      its name are not read.
 
 When it looks
     With inotify (watchdog's native observer), a change event wakes the reader at once; a safety
@@ -381,6 +399,7 @@ class Follower:
                 # Drained for long enough: whatever is left goes out now, then it is closed.
                 self._read(file, handle, limit=None, final=True)
                 self._release(handle, now)
+                more = True  # a partial line the others held back may go out now
         file.error = None
         return more
 
