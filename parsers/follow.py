@@ -5,15 +5,33 @@ each followed file (:class:`Data`) and the things a person should be told (:clas
 a file opened, truncated, rotated, deleted or re-created, or an error.
 
 How it follows a name
-    One reader thread owns every descriptor. For each followed name it keeps a short chain of
-    open descriptors: the file now at the name last, files that were renamed away or deleted
-    before it. It reads only the head of the chain. A file that left its name (rotation,
-    deletion) stays the head for ``drain_seconds`` more, because a writer that has not reopened
-    its log keeps writing to the old descriptor (``tail -F`` loses those lines); its bytes are
-    reported under the name, before any byte of the file that replaced it. A file whose size
-    falls below the offset read so far was truncated (also ``copytruncate``): reading starts
-    again at byte 0, and a notice says so. Offsets are kept per descriptor and every read is a
-    ``pread`` at that offset, so no byte is read twice or skipped.
+    One reader thread owns every descriptor. Files are known by identity (``st_dev``,
+    ``st_ino``), not by name: a file renamed to another followed name (logrotate's ``a.log ->
+    a.1.log``) is read on there from its offset, never again from byte 0. For each followed
+    name it keeps a short chain of open descriptors: the file now at the name, and files that
+    left it (rotation, deletion), which are drained for ``drain_seconds`` more, because a
+    writer that has not reopened its log keeps writing to the old descriptor (``tail -F``
+    loses those lines). The new file at the name is read at once, beside the ones drained;
+    their bytes are reported under the name as whole lines, never mixed (a partial last line
+    of one waits until it ends or the other is done). Offsets are kept per descriptor and
+    every read is a ``pread`` at that offset, so no byte is read twice or skipped.
+
+Truncation
+    A file whose size falls below the offset read so far was truncated (also
+    ``copytruncate``). One truncated and written again past the offset before the next look
+    is seen too: every read re-reads the ``FINGERPRINT`` bytes before the offset, and if they
+    changed, the file was rewritten. Either way reading starts again at byte 0 and a
+    ``truncated`` notice says so, with the bytes known to be lost (seen on disk, never read).
+
+Limits (following by name cannot do better; ``tail -F`` neither)
+    - A file that lives at a followed name for less than the follower takes to look (about
+      ``poll_interval`` polling, or the time to handle an event; ~0.2 s under load) is never
+      opened, and bytes a truncation destroys before the first read of a file are not known
+      to have existed: neither is told.
+    - A rewrite that puts back the very same ``FINGERPRINT`` bytes before the offset is not
+      seen; what follows the offset is then delivered as if appended.
+    - Bytes written to a renamed or deleted file more than ``drain_seconds`` after it left
+      its name are not read.
 
 When it looks
     With inotify (watchdog's native observer), a change event wakes the reader at once; a safety
@@ -40,7 +58,6 @@ import queue
 import stat
 import threading
 import time
-from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +71,7 @@ MAX_CHAIN = 4  # descriptors per name: the current file and up to three still be
 MAX_FILES = 1024  # names followed at once; each holds at least one descriptor
 SAFETY_TICK = 1.0  # seconds between full re-checks when change events are trusted
 READS_PER_PASS = 8  # chunks read from one file before giving the others a turn
+FINGERPRINT = 128  # bytes before the offset re-read with every read: a rewrite is seen
 
 # Filesystems where inotify does not see changes made by other machines (or by the host of a VM).
 NETWORK_FILESYSTEMS = frozenset(
@@ -79,6 +97,7 @@ class Notice:
     path: str
     what: str  # "opened" | "truncated" | "rotated" | "deleted" | "recreated" | "error"
     detail: str
+    lost: int = 0  # for "truncated": bytes seen on disk but destroyed before they were read
 
 
 @dataclass(frozen=True)
@@ -91,27 +110,32 @@ class FileStats:
     rotations: int = 0  # the name moved to another file: rotation, or deletion and re-creation
 
 
-@dataclass
+@dataclass(eq=False)
 class _Handle:
-    """One open file: its identity, how far it was read, and since when it left the name."""
+    """One open file, known by its identity, whatever names it has had."""
 
     fd: int
     ident: tuple[int, int]  # (st_dev, st_ino)
     offset: int
-    how: str  # the notice to give when reading it starts: "opened" | "rotated" | "recreated"
-    detail: str
-    announced: bool = False
+    owner: _File  # the followed name its bytes are delivered under
+    tail: bytes = b""  # the last FINGERPRINT bytes before offset, as they were read
+    stamp: tuple[int, int, int] = (-1, -1, -1)  # (size, mtime_ns, ctime_ns) at the last look
+    announced: bool = False  # its opening notice is out: its bytes may follow
     left_at: float | None = None  # monotonic time it stopped being the file at the name
-    after_leaving: int = 0  # bytes read after it left the name
 
 
-@dataclass
+@dataclass(eq=False)
 class _File:
     """A followed name."""
 
     path: str  # as reported: the target given, or target/relative for a directory's files
     absolute: str
-    chain: deque[_Handle] = field(default_factory=deque)  # oldest first; at most MAX_CHAIN
+    # Files delivered under this name: those that left it and are still drained, and last
+    # the one at the name. At most MAX_CHAIN.
+    chain: list[_Handle] = field(default_factory=list)
+    at_name: _Handle | None = None  # the file at the name at the last look
+    open_line: _Handle | None = None  # delivered the last bytes, which ended inside a line
+    later: list[tuple[Notice, _Handle | None]] = field(default_factory=list)  # told at line end
     opened: bool = False  # a file was ever opened at this name
     gone: bool = False  # the name was seen missing since its last file was opened
     error: str | None = None  # the last error told, so a lasting error is told once
@@ -184,7 +208,7 @@ class Follower:
         self._queue: queue.Queue[Data | Notice] = queue.Queue(maxsize=QUEUE_ITEMS)
         self._files: dict[str, _File] = {}  # by absolute path; only the reader thread adds
         self._dirs: dict[str, str] = {}  # absolute directory -> the target as given
-        self._aliases: dict[tuple[int, int], str] = {}  # held file -> its new name in a directory
+        self._held: dict[tuple[int, int], _Handle] = {}  # every open file, by identity
         self._lock = threading.Lock()  # guards _files, the counters and _pending
         self._wake = threading.Event()
         self._pending: set[str] = set()  # absolute paths that events mentioned
@@ -211,8 +235,9 @@ class Follower:
         # Offsets are taken now, in the caller's thread, so that "from the end" means the end
         # at start(): whatever is written after start() returns is delivered.
         self._scan_dirs()
+        now = time.monotonic()
         for file in list(self._files.values()):
-            self._open_current(file, initial=True)
+            self._follow_name(file, now, initial=True)
         self._start_observer()
         self._thread = threading.Thread(target=self._run, name="crashcart-follow", daemon=True)
         self._thread.start()
@@ -227,9 +252,12 @@ class Follower:
             self._observer = None
         if self._thread is not None:
             self._thread.join()
+        for handle in self._held.values():
+            os.close(handle.fd)
+        self._held.clear()
         for file in self._files.values():
-            while file.chain:
-                os.close(file.chain.popleft().fd)
+            file.chain.clear()
+            file.at_name = file.open_line = None
 
     def get(self, timeout: float | None = None) -> Data | Notice | None:
         """The next event, or None when none comes within ``timeout`` seconds."""
@@ -334,7 +362,7 @@ class Follower:
                 self._tell_error(None, f"follower error: {error!r}")
                 more = set()
             # A file being drained raises no event at its name: look at it often.
-            draining = any(f.chain and f.chain[0].left_at is not None for f in self._files.values())
+            draining = any(h.left_at is not None for h in self._held.values())
             tick = self._poll_interval if self.mode == "polling" or draining else SAFETY_TICK
             if not more:
                 self._wake.wait(max(0.0, tick - (time.monotonic() - last_full)))
@@ -354,54 +382,89 @@ class Follower:
         return more
 
     def _check(self, file: _File) -> bool:
-        """Follow the name, then read the head of the chain; True when more is waiting."""
+        """Follow the name, then read every file delivered under it; True when more waits.
+
+        The file now at the name is read at once, while the ones that left it are still
+        drained: a rotation delays nothing.
+        """
         now = time.monotonic()
         self._follow_name(file, now)
-        while file.chain:
-            head = file.chain[0]
-            if not head.announced:
-                head.announced = True
-                self._emit(Notice(file.path, head.how, head.detail))
-            if self._read(file, head):
-                return True
-            if head.left_at is None or now - head.left_at < self._drain:
-                break
-            # Drained for long enough: the next file at the name takes over.
-            self._release(head)
-            file.chain.popleft()
-            if file.chain and head.after_leaving:
-                file.chain[0].detail += (
-                    f" ({head.after_leaving} bytes written to the old file after it was "
-                    "replaced were read first)"
-                )
+        more = False
+        for handle in list(file.chain):
+            if handle.owner is not file:
+                continue  # renamed to another followed name meanwhile, which reads it on
+            if self._read(file, handle):
+                more = True
+            elif handle.left_at is not None and now - handle.left_at >= self._drain:
+                # Drained for long enough: whatever is left goes out now, then it is closed.
+                self._read(file, handle, limit=None, final=True)
+                self._release(handle, now)
+                more = True  # a partial line the others held back may go out now
         file.error = None
-        return False
+        return more
 
-    def _follow_name(self, file: _File, now: float) -> None:
-        """Compare the name with the newest file held: deleted, replaced, or still the same."""
-        last = file.chain[-1] if file.chain else None
+    def _follow_name(self, file: _File, now: float, initial: bool = False) -> None:
+        """Compare the name with the file held for it: deleted, replaced, renamed here."""
+        current = file.at_name
         try:
             st = os.stat(file.absolute)
         except FileNotFoundError:
-            if last is not None and last.left_at is None:
-                if last is file.chain[0]:
-                    self._read(file, last, limit=None)  # what it held comes before the notice
-                last.left_at = now
-                # Still linked somewhere: renamed away, the first half of a rotation, which is
-                # told when the new file appears. Otherwise it was deleted.
-                if os.fstat(last.fd).st_nlink == 0:
-                    file.gone = True
-                    self._emit(Notice(file.path, "deleted", self._leaving("was deleted")))
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode):
+            if current is not None:
+                self._leave(file, current, now, missing=True)
             return
-        if last is not None and (st.st_dev, st.st_ino) == last.ident:
-            last.left_at = None  # still there, or renamed back
+        ident = (st.st_dev, st.st_ino)
+        if current is not None and current.ident == ident:
             return
-        if last is not None and last.left_at is None:
-            last.left_at = now
-        self._open_current(file)
+        held = self._held.get(ident)
+        if held is not None and held.owner is not file and not self._may_move(held):
+            return
+        if current is not None:
+            self._leave(file, current, now, missing=False)
+        if held is None:
+            self._open(file, initial)
+        elif held.owner is file:  # renamed away and back while it was drained
+            held.left_at, file.at_name = None, held
+        else:
+            self._move(held, file)
 
-    def _open_current(self, file: _File, initial: bool = False) -> None:
-        """Open the file now at the name, behind the ones still being drained."""
+    def _may_move(self, handle: _Handle) -> bool:
+        """Whether a held file now at another followed name may be read on under that name.
+
+        Not while its old name still shows it (a second link to one file is read once, under
+        the name that found it first), nor while its last bytes end inside a line (the rest of
+        the line goes where its start went).
+        """
+        old = handle.owner
+        if old.open_line is handle:
+            return False
+        if old.at_name is handle:
+            try:
+                st = os.stat(old.absolute)
+            except OSError:
+                st = None
+            if st is not None and (st.st_dev, st.st_ino) == handle.ident:
+                return False
+            old.at_name = None
+        return True
+
+    def _move(self, handle: _Handle, file: _File) -> None:
+        """Read on, under ``file``, a held file renamed to it (``a.log -> a.1.log``).
+
+        Its bytes are never delivered twice: reading goes on from its offset.
+        """
+        old = handle.owner
+        old.chain.remove(handle)
+        handle.owner, handle.left_at, handle.announced = file, None, False
+        detail = (
+            f"{file.path} is now the file that was {old.path}; reading on from byte "
+            f"{handle.offset} (its bytes before that were delivered under {old.path})"
+        )
+        self._attach(file, handle, "rotated" if file.opened else "opened", detail)
+
+    def _open(self, file: _File, initial: bool = False) -> None:
+        """Open the file now at the name; the ones that left it go on being drained."""
         try:
             fd = os.open(file.absolute, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
@@ -410,80 +473,161 @@ class Follower:
             self._tell_error(file, f"cannot open {file.path}: {error.strerror or error}")
             return
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            os.close(fd)
+        ident = (st.st_dev, st.st_ino)
+        if not stat.S_ISREG(st.st_mode) or ident in self._held:
+            os.close(fd)  # replaced again since the stat: the next look sees what is there
             return
         offset = st.st_size if initial and not self._from_start else 0
+        handle = _Handle(fd, ident, offset, file)
+        if offset:
+            # What was skipped is still checked: a rewrite of it is a truncation.
+            start = max(0, offset - FINGERPRINT)
+            handle.tail = os.pread(fd, offset - start, start)
+        self._held[ident] = handle
         if not file.opened:
             how, detail = "opened", f"following {file.path} from byte {offset}"
         elif file.gone:
             how, detail = "recreated", f"{file.path} was created again; reading it from the start"
         else:
-            how, detail = (
-                "rotated",
-                f"{file.path} is a new file (rotated); reading it from the start",
-            )
+            how = "rotated"
+            detail = f"{file.path} is a new file (rotated); reading it from the start"
+        self._attach(file, handle, how, detail)
+
+    def _attach(self, file: _File, handle: _Handle, how: str, detail: str) -> None:
+        """Make ``handle`` the file at the name, and say so before any of its bytes."""
         if file.opened:
             with self._lock:
                 file.rotations += 1
         file.opened, file.gone = True, False
-        file.chain.append(_Handle(fd, (st.st_dev, st.st_ino), offset, how, detail))
+        file.chain.append(handle)
+        file.at_name = handle
+        self._tell(file, Notice(file.path, how, detail), handle)
         # Bounded: when rotations pile up faster than the drain window, finish the oldest now.
         while len(file.chain) > MAX_CHAIN:
             oldest = file.chain[0]
-            if not oldest.announced:
-                oldest.announced = True
-                self._emit(Notice(file.path, oldest.how, oldest.detail))
-            self._read(file, oldest, limit=None)
-            self._release(oldest)
-            file.chain.popleft()
+            self._read(file, oldest, limit=None, final=True)
+            self._release(oldest, time.monotonic(), rescan=False)
 
-    def _read(self, file: _File, handle: _Handle, limit: int | None = READS_PER_PASS) -> bool:
-        """Deliver what the handle's file holds past its offset; True when more is waiting."""
-        size = os.fstat(handle.fd).st_size
+    def _leave(self, file: _File, handle: _Handle, now: float, missing: bool) -> None:
+        """The file left the name: read what it holds, then drain it for a while."""
+        self._read(file, handle, limit=None)  # what it held comes before the notice
+        handle.left_at = now
+        file.at_name = None
+        # Still linked somewhere: renamed away, the first half of a rotation, which is told
+        # when the new file appears. Otherwise it was deleted.
+        if missing and os.fstat(handle.fd).st_nlink == 0:
+            file.gone = True
+            self._tell(file, Notice(file.path, "deleted", self._leaving("was deleted")))
+
+    def _read(
+        self, file: _File, handle: _Handle, limit: int | None = READS_PER_PASS, final: bool = False
+    ) -> bool:
+        """Deliver what the file holds past its offset; True when more is waiting now.
+
+        Lines are never mixed: while another file is delivered under the same name (a
+        rotated file being drained beside its successor), each delivers whole lines only,
+        and a file whose last bytes ended inside a line keeps the name until that line
+        ends. ``final``: deliver everything now, the file is being closed.
+        """
+        if not handle.announced or (file.open_line not in (None, handle) and not final):
+            return False
+        st = os.fstat(handle.fd)
+        size = st.st_size
+        stamp = (size, st.st_mtime_ns, st.st_ctime_ns)
+        previous, handle.stamp = handle.stamp, stamp
+        seen = previous[0]
         if size < handle.offset:
-            with self._lock:
-                file.truncations += 1
-            detail = f"file shrank from {handle.offset} to {size} bytes; reading from the start"
-            self._emit(Notice(file.path, "truncated", detail))
-            handle.offset = 0
+            self._truncated(file, handle, f"it shrank from {handle.offset} to {size} bytes", seen)
+        elif size == handle.offset and handle.tail and stamp != previous:
+            # Changed without growing: truncated and written again to the same length?
+            start = handle.offset - len(handle.tail)
+            if os.pread(handle.fd, len(handle.tail), start) != handle.tail:
+                self._truncated(file, handle, self._rewritten(handle, size), seen)
+        shared = any(h is not handle and h.announced for h in file.chain)
         reads = 0
         while handle.offset < size and (limit is None or reads < limit):
-            chunk = os.pread(handle.fd, min(self._read_size, size - handle.offset), handle.offset)
-            if not chunk or not self._emit(Data(file.path, chunk), file):
-                return False  # truncated since fstat (the next look says so), or stopping
+            keep = len(handle.tail)
+            want = min(self._read_size, size - handle.offset)
+            # The bytes before the offset come with every read: if they are not what was read
+            # there before, the file was truncated and has grown past the offset again.
+            data = os.pread(handle.fd, keep + want, handle.offset - keep)
+            if data[:keep] != handle.tail:
+                self._truncated(file, handle, self._rewritten(handle, size), seen)
+                size = os.fstat(handle.fd).st_size
+                continue
+            chunk = data[keep:]
+            if not chunk:
+                return False  # truncated since fstat: the next look says so
+            if shared and not final:
+                end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r")) + 1
+                if end:
+                    chunk = chunk[:end]
+                elif file.open_line is not handle and len(chunk) < self._read_size:
+                    return False  # a partial line waits for its end, or for the other to finish
+            if not self._emit(Data(file.path, chunk), file):
+                return False  # stopping
             handle.offset += len(chunk)
-            if handle.left_at is not None:
-                handle.after_leaving += len(chunk)
+            handle.tail = (handle.tail + chunk[-FINGERPRINT:])[-FINGERPRINT:]
+            if chunk[-1:] in (b"\n", b"\r"):
+                self._line_ended(file)
+            else:
+                file.open_line = handle
             reads += 1
+            if len(chunk) < want:
+                return False  # a partial line held back
         return handle.offset < size
 
-    def _release(self, handle: _Handle) -> None:
-        """Close a drained file, or hand it on if it was renamed to a name we also follow.
+    def _rewritten(self, handle: _Handle, size: int) -> str:
+        return (
+            f"the bytes before byte {handle.offset} changed: it was truncated and written "
+            f"again ({size} bytes now)"
+        )
 
-        Called while the handle is still in its chain, so that a scan records the new name
-        as an alias instead of following it from byte 0.
-        """
-        if self._dirs:
-            self._scan_dirs()  # records the file's new name if it has one in a directory
-        alias = self._aliases.pop(handle.ident, None)
-        if alias is not None and alias not in self._files:
-            try:
-                st = os.stat(alias)
-            except OSError:
-                st = None
-            if st is not None and (st.st_dev, st.st_ino) == handle.ident:
-                file = self._add(alias, self._display(alias))
-                if file is not None:
-                    # It goes on from where it was read to: its bytes are not delivered twice.
-                    file.opened = True
-                    handle.left_at, handle.announced, handle.how = None, False, "opened"
-                    handle.detail = (
-                        f"following {file.path} from byte {handle.offset}: it was renamed "
-                        "from a followed name, under which its earlier bytes were delivered"
-                    )
-                    file.chain.append(handle)
-                    return
+    def _truncated(self, file: _File, handle: _Handle, how: str, seen: int) -> None:
+        """Start the file over from byte 0, and say what was lost."""
+        lost = max(0, seen - handle.offset)
+        if lost:
+            loss = f"{lost} bytes seen past byte {handle.offset} were never read and are lost"
+        else:
+            loss = f"whatever was written past byte {handle.offset} before it was lost"
+        with self._lock:
+            file.truncations += 1
+        handle.offset, handle.tail = 0, b""
+        detail = f"{file.path} was truncated: {how}; {loss}; reading it from the start"
+        notice = Notice(file.path, "truncated", detail, lost)
+        if file.open_line is handle:
+            file.open_line = None  # the notice ends the torn line
+        if file.open_line is None:
+            self._emit(notice)
+            self._line_ended(file)
+        else:
+            file.later.append((notice, None))
+
+    def _line_ended(self, file: _File) -> None:
+        """The name's last delivered byte ends a line: tell what waited for that."""
+        file.open_line = None
+        while file.later and file.open_line is None:
+            notice, handle = file.later.pop(0)
+            self._emit(notice)
+            if handle is not None:
+                handle.announced = True
+
+    def _release(self, handle: _Handle, now: float, rescan: bool = True) -> None:
+        """Close a drained file, unless it was renamed to a name we also follow."""
+        if rescan and self._dirs:
+            # Its new name may not have been looked at yet: reading it there from byte 0
+            # would deliver its bytes twice.
+            for new in self._scan_dirs():
+                self._follow_name(new, now)
+            if handle.owner.at_name is handle or handle not in handle.owner.chain:
+                return
+        file = handle.owner
+        file.chain.remove(handle)
+        del self._held[handle.ident]
+        if file.at_name is handle:
+            file.at_name = None
+        if file.open_line is handle:
+            self._line_ended(file)
         os.close(handle.fd)
 
     def _emit(self, item: Data | Notice, file: _File | None = None) -> bool:
@@ -500,6 +644,12 @@ class Follower:
             return True
         return False
 
+    def _tell(self, file: _File, notice: Notice, handle: _Handle | None = None) -> None:
+        """Tell a notice now, or when the line being delivered under the name ends."""
+        file.later.append((notice, handle))
+        if file.open_line is None:
+            self._line_ended(file)
+
     def _leaving(self, what: str) -> str:
         if self._drain <= 0:
             return f"the file {what}"
@@ -514,13 +664,18 @@ class Follower:
 
     # Which files to follow.
 
-    def _scan_dirs(self) -> None:
+    def _scan_dirs(self) -> list[_File]:
+        """Add the directories' new files that match; return them."""
+        added = []
         for directory in self._dirs:
             for root, _dirs, names in os.walk(directory):
                 for name in names:
                     path = os.path.join(root, name)
                     if path not in self._files and self._wanted(path):
-                        self._add(path, self._display(path))
+                        file = self._add(path, self._display(path))
+                        if file is not None:
+                            added.append(file)
+        return added
 
     def _wanted(self, absolute: str) -> bool:
         name = os.path.basename(absolute)
@@ -532,17 +687,9 @@ class Follower:
             st = os.stat(absolute)
         except OSError:
             return False
-        if not stat.S_ISREG(st.st_mode):
-            return False
-        # A file renamed inside a watched directory (run.log -> run.1.log) that we still read
-        # under its old name: following it from byte 0 would deliver its bytes twice. It is
-        # handed on, with its offset, when its old name is done with it (see _release).
-        ident = (st.st_dev, st.st_ino)
-        if any(h.ident == ident for f in self._files.values() for h in f.chain):
-            if len(self._aliases) < MAX_FILES:
-                self._aliases[ident] = absolute
-            return False
-        return True
+        # A file renamed here from a followed name (run.log -> run.1.log) is followed here
+        # too: it is known by its identity and read on from its offset, never twice.
+        return stat.S_ISREG(st.st_mode)
 
     def _display(self, absolute: str) -> str:
         for directory, target in self._dirs.items():
