@@ -200,6 +200,7 @@ class SeriesTracker:
                         trends.divergence(name, points)
                         or trends.exploded(name, points)
                         or trends.jumped(name, points)
+                        or trends.erratic(name, points)
                     ]
                     if d
                 ]

@@ -48,7 +48,10 @@ _CORE_SIGNAL = (
 )
 _SHELL = r"\[\d+\]\s+\d+ (killed|segmentation fault|abort|bus error)\s"
 _HANDLER = r"\] Signal: [A-Z][a-z][\w ]* \((\d+)\)"
-_RECEIVED = r"(?:received|caught|got|with|by) signal:? (?:(\d+)|(SIG[A-Z]+))"
+_RECEIVED = (
+    r"(?:received|caught|got|with|by) signal:? (?:(\d+)|(SIG[A-Z]+))"
+    r"|signal (\d+) \((SIG[A-Z]+)\) received"  # torchrun's "signal 9 (SIGKILL) received by PID"
+)
 _EXIT_WORDS = (
     r"(?:exit(?:ed)? (?:with )?(?:code|status)|exit code|return(?:ed)? (?:code|status)"
     r"|exits with return code|non-zero exit status)\s*[:=]?\s*(-?\d+)"
@@ -157,7 +160,10 @@ def parse(text: str) -> list[Draft]:
             fields.setdefault("signal_name", "fatal")
         received = _SIGNAL.search(stripped)
         if received:
-            number, name = received.groups()
+            number, name = (
+                received.group(1) or received.group(3),
+                received.group(2) or received.group(4),
+            )
             fields["signal_name"] = name.upper() if name else _signal_name(int(number))
         handler = _HANDLER_SIGNAL.search(stripped)
         if handler:

@@ -145,6 +145,35 @@ def jumped(name: str, points: list[Point]) -> Draft | None:
     return None
 
 
+def erratic(name: str, points: list[Point]) -> Draft | None:
+    """The loss swings over orders of magnitude, up and down, to values no healthy run prints:
+    three of the last twenty above the explosion limit and three jumps of 100x between
+    neighbours. Training that blew up and keeps blowing up, without a NaN to stop it."""
+    limit = EXPLODED.get(name)
+    tail = points[-20:]
+    if limit is None or len(tail) < 6:
+        return None
+    huge = [p for p in tail if abs(p.value) >= limit]
+    jumps = sum(
+        1
+        for a, b in itertools.pairwise(tail)
+        if a.value > 0 and b.value > 0 and max(a.value / b.value, b.value / a.value) >= 100
+    )
+    if len(huge) < 3 or jumps < 3:
+        return None
+    worst = max(tail, key=lambda p: p.value)
+    best = min(points, key=lambda p: p.value)
+    fields = {
+        "metric": name,
+        "value": round(worst.value, 6),
+        "best": round(best.value, 6),
+        "baseline": round(_median(points[: max(1, len(points) // 2)]), 6),
+        "ratio": round(worst.value / best.value, 2) if best.value > 0 else 0.0,
+        **_where(worst),
+    }
+    return Draft("divergence", fields)
+
+
 #: Class counts whose chance-level cross-entropy, ln(k), a stuck classifier prints for ever.
 _CLASS_COUNTS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 21, 80, 81, 91, 100, 200, 1000)
 _CHANCE_TOLERANCE = 0.002

@@ -59,6 +59,7 @@ def test_code_warnings_and_prose_are_not_exceptions(line: str) -> None:
         ("[ERROR] [launch.py:434:sigkill_handler] exits with return code = -11", "SIGSEGV", -11),
         ("Process finished with exit code 137 (interrupted by signal 9: SIGKILL)", "SIGKILL", 137),
         ("[149-130-218-240:10948] Signal: Aborted (6)", "SIGABRT", None),
+        ("traceback : signal 9 (SIGKILL) received by PID 36071", "SIGKILL", None),
     ],
 )
 def test_fatal_signals_and_exit_codes(line: str, signal: str, code: int | None) -> None:

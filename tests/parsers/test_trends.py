@@ -160,3 +160,14 @@ def test_a_spike_that_comes_back_or_a_small_loss_wobbling_is_no_jump() -> None:
     assert trends.jumped("loss", series(spike)) is None
     wobble = [0.01, 0.012, 0.011, 0.01, 0.012, 0.04, 0.05, 0.045, 0.05, 0.048]
     assert trends.jumped("loss", series(wobble)) is None
+
+
+def test_a_loss_swinging_over_orders_of_magnitude_blew_up() -> None:
+    values = [5.7e9, 12931.2, 4574.5, 23840.9, 4.38e7, 46215.6, 164779.7, 4258.1, 920.6, 7249.9]
+    draft = trends.erratic("loss", series(values))
+    assert draft is not None and draft.fields["value"] == 5.7e9
+
+
+def test_a_large_but_smooth_loss_is_not_erratic() -> None:
+    values = [9e6 * 0.8**i for i in range(20)]  # a regression on raw prices, converging
+    assert trends.erratic("loss", series(values)) is None
