@@ -88,10 +88,11 @@ def test_follows_a_directory_through_rotation_truncation_and_recreation(tmp_path
                 "os.rename(log, log + '.1')\n"
                 "write(log + '.1', b'late line after rotation\\n')\n"
                 "write(log, b'fresh file after rotation\\n')\n"
-                "time.sleep(0.5)\n"
+                # Each state lasts long enough for a follower on a loaded 2-core machine to see it.
+                "time.sleep(1.5)\n"
                 "os.truncate(log, 0)\n"
-                "time.sleep(0.5)\n"
-                "os.remove(log); time.sleep(0.5)\n"
+                "time.sleep(1.5)\n"
+                "os.remove(log); time.sleep(1.5)\n"
                 "write(log, open(oom, 'rb').read())\n"
                 "write(os.path.join(os.path.dirname(log), 'rank1.log'), open(timeout, 'rb').read())\n"
             ),
