@@ -20,10 +20,10 @@ from typing import Any
 from .engine.diagnose import Diagnoser, Hypothesis
 from .engine.diagnosis import Diagnosis
 from .engine.durable import RuleSession, line_pattern_id
-from .engine.rules import Rule, RuleError, RuleLoadError, load_rules, prefilter_errors
+from .engine.rules import Rule, RuleError, RuleLoadError, load_rules
 from .parsers.base import Draft
 from .parsers.extract import Extractor, Finding, build_rule_prefilter
-from .parsers.prefilter import PatternError
+from .parsers.prefilter import PatternError, Prefilter
 from .parsers.sources import Source, resolve
 
 SCHEMA_VERSION = 1
@@ -62,6 +62,25 @@ class RuleBase:
     def load(cls, dirs: Iterable[Path] = (), disable: Iterable[str] = ()) -> RuleBase:
         """Load the shipped rules plus ``dirs`` (raises ``RuleLoadError`` with every problem)."""
         return cls(load_rules(list(dirs), tuple(disable)))
+
+
+def prefilter_errors(rule: Rule) -> list[RuleError]:
+    """The rule's line patterns that the prefilter's engines refuse (Hyperscan, where present,
+    has limits of its own that RE2 has not)."""
+    errors = []
+    for condition in rule.conditions:
+        if condition.regex is None:
+            continue
+        try:
+            Prefilter({"p": condition.regex}, rare=["p"])  # as the rules' prefilter has it
+        except PatternError as error:
+            errors.append(
+                RuleError(
+                    rule.mark,
+                    f"pattern of {rule.id} is rejected by the prefilter: {error}",
+                )
+            )
+    return errors
 
 
 _default: RuleBase | None = None

@@ -14,16 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .analyzer import Analyzer, RuleBase
-from .engine.rules import (
-    MAX_RULES,
-    Rule,
-    RuleError,
-    load_file,
-    prefilter_errors,
-    rule_files,
-    too_many_rules,
-)
+from .analyzer import Analyzer, RuleBase, prefilter_errors
+from .engine.rules import MAX_RULES, Rule, RuleError, load_file, rule_files, too_many_rules
 from .engine.rulesource import read_source
 from .parsers.sources import resolve
 

@@ -16,6 +16,7 @@ filling ``{placeholders}`` from the matched facts).
 
 from __future__ import annotations
 
+import re
 import string
 from typing import Any
 
@@ -117,66 +118,46 @@ SETTINGS: dict[str, dict[str, tuple[str, str]]] = {
 _FALLBACK = {"accelerate": "hf", "megatron": "pytorch"}
 
 
-#: A value shown in a summary or fix is cut to this many characters: a field captured from a
-#: 1 MB log line must not make a megabyte of every placeholder naming it.
-MAX_SHOWN_CHARS = 200
-#: Placeholders filled in one text; the loader allows fewer (rules.MAX_PLACEHOLDERS).
-MAX_FILLED = 64
-_FORMATTER = string.Formatter()
+_OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.DOTALL)
 
 
 def fill(template: str, fields: dict[str, Any]) -> str:
     """Fill ``{placeholders}`` from ``fields`` (numbers rounded for people).
 
     A part written ``[[like {this}]]`` appears only when every placeholder in it is known; a
-    placeholder outside such a part that has no value shows as ``?``. A placeholder is a plain
-    field name looked up as written (``{oom.requested_gib}``, ``{config.lr}``): no attribute
-    access, no format spec. The result is bounded: at most ``MAX_FILLED`` placeholders, each
-    value at most ``MAX_SHOWN_CHARS`` characters.
+    placeholder outside such a part that has no value shows as ``?``.
     """
-    parts: list[str] = []
-    filled = [0]
-    position = 0
-    # Scanned left to right with find(): linear in the template, however many [[ it holds.
-    while True:
-        start = template.find("[[", position)
-        end = template.find("]]", start + 2) if start >= 0 else -1
-        if end < 0:
-            parts.append(_substitute(template[position:], fields, filled, optional=False))
-            return "".join(parts)
-        parts.append(_substitute(template[position:start], fields, filled, optional=False))
-        parts.append(_substitute(template[start + 2 : end], fields, filled, optional=True))
-        position = end + 2
 
+    def known(name: str) -> bool:
+        return fields.get(name) is not None
 
-def _substitute(text: str, fields: dict[str, Any], filled: list[int], optional: bool) -> str:
-    """``text`` with its placeholders filled; an optional part with an unknown one is ''.
-    Text whose braces do not parse is kept as written."""
+    def optional(match: re.Match[str]) -> str:
+        part = match.group(1)
+        names = [n for _, n, _, _ in string.Formatter().parse(part) if n]
+        return part if all(known(n) for n in names) else ""
+
     try:
-        parsed = list(_FORMATTER.parse(text))
-    except ValueError:
-        return text
-    out = []
-    for literal, name, _spec, _conversion in parsed:
-        out.append(literal)
-        if name is None:
-            continue
-        value = fields.get(name)
-        if value is None:
-            if optional:
-                return ""
-            out.append("?")
-            continue
-        filled[0] += 1
-        shown = str(_show(value)) if filled[0] <= MAX_FILLED else "…"
-        out.append(shown if len(shown) <= MAX_SHOWN_CHARS else shown[:MAX_SHOWN_CHARS] + "…")
-    return "".join(out)
+        text = _OPTIONAL.sub(optional, template)
+        names = {n for _, n, _, _ in string.Formatter().parse(text) if n}
+        values = {n: _show(fields[n]) if known(n) else "?" for n in names}
+        return text.format_map(values)
+    except (ValueError, IndexError, KeyError, AttributeError):
+        return template
+
+
+#: A value shown in a summary or fix is cut to this many characters: a field captured from a
+#: 60 KB log line must not make 60 KB of every placeholder naming it (the loader bounds the
+#: placeholders of a text, rules.MAX_PLACEHOLDERS, so a rendered text stays small).
+MAX_SHOWN_CHARS = 200
 
 
 def _show(value: Any) -> Any:
     if isinstance(value, float):
         return f"{value:.2f}" if abs(value) >= 0.01 or value == 0 else f"{value:.3g}"
-    return value
+    if isinstance(value, (int, bool)):
+        return value
+    text = str(value)
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "…"
 
 
 def _relative(op: str, current: Any, setting: str) -> Any:

@@ -38,7 +38,7 @@ from yaml.composer import Composer
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.resolver import Resolver
 
-from ..parsers.prefilter import PatternError, Prefilter, check_pattern
+from ..parsers.prefilter import PatternError, check_pattern
 from .facts import COMMON_FIELDS, FACT_KINDS
 from .rulesource import SourceError, SourceText, read_source
 from .vocabulary import CATEGORIES
@@ -401,16 +401,17 @@ class _Checker:
         conditions = [*all_, *any_, *none]
         fields = self.available_fields([*all_, *any_])
         self.check_template(doc, "summary", fields)
-        fixes = self.check_fixes(doc["fixes"], fields)
-        explains = self.string_list(doc, "explains", "categories")
-        listed = doc.get("explains", [])
-        for position, category_name in enumerate(listed if isinstance(listed, list) else []):
-            if isinstance(category_name, str) and category_name not in CATEGORIES:
+        fixes = self.check_fixes(doc.get("fixes"), fields)
+        explains = doc.get("explains", [])
+        for index, category_name in enumerate(explains if isinstance(explains, list) else []):
+            if not isinstance(category_name, str) or category_name not in CATEGORIES:
                 self.error(
-                    self.item_mark(doc["explains"], position),
+                    self.item_mark(explains, index),
                     f"unknown category {_brief(category_name)}",
                     _known(CATEGORIES),
                 )
+        if not isinstance(explains, list):
+            self.error(self.value_mark(doc, "explains"), "explains must be a list of categories")
         probe = doc.get("probe")
         if probe is not None and (not isinstance(probe, str) or probe not in PROBES):
             self.error(
@@ -432,7 +433,7 @@ class _Checker:
             none=none,
             summary=" ".join(doc["summary"].split()),
             fixes=fixes,
-            explains=explains,
+            explains=list(explains),
             probe=probe,
             references=references,
             examples=examples,
@@ -482,17 +483,11 @@ class _Checker:
                     )
 
     def check_when(self, when: Any) -> tuple[list[Condition], list[Condition], list[Condition]]:
+        if self.too_many_conditions(when):
+            return [], [], []
         groups: dict[str, list[Condition]] = {"all": [], "any": [], "none": []}
         if not isinstance(when, dict) or not when:
             self.error(self.value_mark(self.doc, "when"), "when must map all/any/none to lists")
-            return [], [], []
-        total = sum(len(items) for items in when.values() if isinstance(items, list))
-        if total > MAX_CONDITIONS:
-            self.error(
-                self.value_mark(self.doc, "when"),
-                f"rule has {total} conditions; the limit is {MAX_CONDITIONS}",
-                "split it into several rules of the same category",
-            )
             return [], [], []
         index = 0
         for group, items in when.items():
@@ -507,7 +502,9 @@ class _Checker:
                 self.error(self.value_mark(when, group), f"{group} must be a non-empty list")
                 continue
             for position, item in enumerate(items):
-                condition = self.check_condition(item, items.item_marks[position], index, groups)
+                condition = self.check_condition(
+                    item, self.item_mark(items, position), index, groups
+                )
                 index += 1
                 if condition:
                     groups[group].append(condition)
@@ -521,6 +518,21 @@ class _Checker:
                 "split the rule, or express the other conditions in the counted fact's where",
             )
         return groups["all"], groups["any"], groups["none"]
+
+    def too_many_conditions(self, when: Any) -> bool:
+        """More than :data:`MAX_CONDITIONS` conditions (each ``any`` one becomes an engine rule)
+        is an error of its own."""
+        if not isinstance(when, dict):
+            return False
+        total = sum(len(items) for items in when.values() if isinstance(items, list))
+        if total <= MAX_CONDITIONS:
+            return False
+        self.error(
+            self.value_mark(self.doc, "when"),
+            f"rule has {total} conditions; the limit is {MAX_CONDITIONS}",
+            "split it into several rules of the same category",
+        )
+        return True
 
     def check_condition(
         self, item: Any, mark: Mark, index: int, groups: dict[str, list[Condition]]
@@ -676,49 +688,56 @@ class _Checker:
         return fields
 
     def check_template(self, mapping: _Dict, key: str, fields: set[str]) -> None:
-        """A summary or fix text: bounded, and each placeholder names a known field, plainly
-        (no format spec or conversion: a width of 10**9 would be a gigabyte of spaces)."""
         text = mapping.get(key)
         if not isinstance(text, str):
             return
+        if not self.template_within_limits(mapping, key, text):
+            return
+        try:
+            names = [name for _, name, _, _ in string.Formatter().parse(text) if name]
+        except ValueError as error:
+            self.error(self.value_mark(mapping, key), f"bad placeholder: {error}")
+            return
+        for name in names:
+            if name not in fields and not name.startswith("config."):
+                self.error(
+                    _locate(self.value_mark(mapping, key), "{" + name),
+                    f"placeholder {{{name}}} names no field of the facts this rule matches",
+                    _known(sorted(fields)),
+                )
+
+    def template_within_limits(self, mapping: _Dict, key: Any, text: str) -> bool:
+        """A summary or fix text is at most :data:`MAX_TEMPLATE_CHARS` long with at most
+        :data:`MAX_PLACEHOLDERS` placeholders, each with at most a small format spec (a width
+        of 10**9 would render a gigabyte of spaces): what a diagnosis renders stays small."""
         mark = self.value_mark(mapping, key)
         if len(text) > MAX_TEMPLATE_CHARS:
             self.error(
                 mark,
                 f"{_cut(str(key))} of {len(text)} characters; the limit is {MAX_TEMPLATE_CHARS}",
             )
-            return
+            return False
         try:
-            parsed = [(name, spec, conv) for _, name, spec, conv in _FORMATTER.parse(text)]
-        except ValueError as error:
-            self.error(mark, f"bad placeholder: {error}", "write literal braces as {{ and }}")
-            return
-        placeholders = [p for p in parsed if p[0] is not None]
-        if len(placeholders) > MAX_PLACEHOLDERS:
+            parsed = [
+                (name, spec) for _, name, spec, _ in _FORMATTER.parse(text) if name is not None
+            ]
+        except ValueError:
+            return True  # check_template reports the bad placeholder
+        if len(parsed) > MAX_PLACEHOLDERS:
             self.error(
                 mark,
-                f"{_cut(str(key))} has {len(placeholders)} placeholders; "
-                f"the limit is {MAX_PLACEHOLDERS}",
+                f"{_cut(str(key))} has {len(parsed)} placeholders; the limit is {MAX_PLACEHOLDERS}",
             )
-            return
-        for name, spec, conv in placeholders:
-            if not name:
-                self.error(
-                    mark, "empty placeholder {}", "name a field, or write braces as {{ and }}"
-                )
-            elif spec or conv:
-                written = name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "")
+            return False
+        for name, spec in parsed:
+            if spec and (not _SMALL_SPEC.fullmatch(spec) or re.search(r"\d{3}", spec)):
                 self.error(
                     _locate(mark, "{" + name),
-                    f"placeholder {{{_cut(written)}}} has a format; write {{{_cut(name)}}}",
-                    "values are shown as the log printed them, numbers rounded",
+                    f"placeholder {{{_cut(name)}:{_cut(spec)}}} has too large a format",
+                    "a width or precision takes at most two digits, e.g. {gib:.1f}",
                 )
-            elif name not in fields and not name.startswith("config."):
-                self.error(
-                    _locate(mark, "{" + name),
-                    f"placeholder {{{_cut(name)}}} names no field of the facts this rule matches",
-                    _known(sorted(fields)),
-                )
+                return False
+        return True
 
     def check_fixes(self, fixes: Any, fields: set[str]) -> list[dict[str, Any]]:
         if not isinstance(fixes, list) or not fixes:
@@ -732,7 +751,7 @@ class _Checker:
             return []
         for position, fix in enumerate(fixes):
             if not isinstance(fix, dict) or "title" not in fix:
-                self.error(fixes.item_marks[position], "a fix is a mapping with a title")
+                self.error(self.item_mark(fixes, position), "a fix is a mapping with a title")
                 continue
             for key in fix:
                 if key not in FIX_KEYS:
@@ -787,6 +806,8 @@ class _Checker:
 
 
 _FORMATTER = string.Formatter()
+#: A format spec without nested fields, e.g. ``.1f`` or ``>8``.
+_SMALL_SPEC = re.compile(r"[^{}]{1,20}")
 
 
 def _plain(value: Any) -> bool:
@@ -897,25 +918,6 @@ def too_many_rules(rule: Rule) -> RuleError:
         f"more than {MAX_RULES} rules; the limit of rules loaded at once",
         "keep rule directories to the rules you use",
     )
-
-
-def prefilter_errors(rule: Rule) -> list[RuleError]:
-    """The rule's line patterns that the prefilter's engines refuse (Hyperscan, where present,
-    has limits of its own that RE2 has not)."""
-    errors = []
-    for condition in rule.conditions:
-        if condition.regex is None:
-            continue
-        try:
-            Prefilter({"p": condition.regex}, rare=["p"])  # as the rules' prefilter has it
-        except PatternError as error:
-            errors.append(
-                RuleError(
-                    rule.mark,
-                    f"pattern of {rule.id} is rejected by the prefilter: {_first_line(str(error))}",
-                )
-            )
-    return errors
 
 
 def load_rules(
