@@ -706,39 +706,6 @@ class _Checker:
                     _known(sorted(fields)),
                 )
 
-    def template_within_limits(self, mapping: _Dict, key: Any, text: str) -> bool:
-        """A summary or fix text is at most :data:`MAX_TEMPLATE_CHARS` long with at most
-        :data:`MAX_PLACEHOLDERS` placeholders, each with at most a small format spec (a width
-        of 10**9 would render a gigabyte of spaces): what a diagnosis renders stays small."""
-        mark = self.value_mark(mapping, key)
-        if len(text) > MAX_TEMPLATE_CHARS:
-            self.error(
-                mark,
-                f"{_cut(str(key))} of {len(text)} characters; the limit is {MAX_TEMPLATE_CHARS}",
-            )
-            return False
-        try:
-            parsed = [
-                (name, spec) for _, name, spec, _ in _FORMATTER.parse(text) if name is not None
-            ]
-        except ValueError:
-            return True  # check_template reports the bad placeholder
-        if len(parsed) > MAX_PLACEHOLDERS:
-            self.error(
-                mark,
-                f"{_cut(str(key))} has {len(parsed)} placeholders; the limit is {MAX_PLACEHOLDERS}",
-            )
-            return False
-        for name, spec in parsed:
-            if spec and (not _SMALL_SPEC.fullmatch(spec) or re.search(r"\d{3}", spec)):
-                self.error(
-                    _locate(mark, "{" + name),
-                    f"placeholder {{{_cut(name)}:{_cut(spec)}}} has too large a format",
-                    "a width or precision takes at most two digits, e.g. {gib:.1f}",
-                )
-                return False
-        return True
-
     def check_fixes(self, fixes: Any, fields: set[str]) -> list[dict[str, Any]]:
         if not isinstance(fixes, list) or not fixes:
             self.error(self.value_mark(self.doc, "fixes"), "fixes must be a non-empty list")
@@ -803,6 +770,39 @@ class _Checker:
             names = self.string_list(examples, key, "paths to log files")
             result[key] = [self.path.parent / name for name in names]
         return result
+
+    def template_within_limits(self, mapping: _Dict, key: Any, text: str) -> bool:
+        """A summary or fix text is at most :data:`MAX_TEMPLATE_CHARS` long with at most
+        :data:`MAX_PLACEHOLDERS` placeholders, each with at most a small format spec (a width
+        of 10**9 would render a gigabyte of spaces): what a diagnosis renders stays small."""
+        mark = self.value_mark(mapping, key)
+        if len(text) > MAX_TEMPLATE_CHARS:
+            self.error(
+                mark,
+                f"{_cut(str(key))} of {len(text)} characters; the limit is {MAX_TEMPLATE_CHARS}",
+            )
+            return False
+        try:
+            parsed = [
+                (name, spec) for _, name, spec, _ in _FORMATTER.parse(text) if name is not None
+            ]
+        except ValueError:
+            return True  # check_template reports the bad placeholder
+        if len(parsed) > MAX_PLACEHOLDERS:
+            self.error(
+                mark,
+                f"{_cut(str(key))} has {len(parsed)} placeholders; the limit is {MAX_PLACEHOLDERS}",
+            )
+            return False
+        for name, spec in parsed:
+            if spec and (not _SMALL_SPEC.fullmatch(spec) or re.search(r"\d{3}", spec)):
+                self.error(
+                    _locate(mark, "{" + name),
+                    f"placeholder {{{_cut(name)}:{_cut(spec)}}} has too large a format",
+                    "a width or precision takes at most two digits, e.g. {gib:.1f}",
+                )
+                return False
+        return True
 
 
 _FORMATTER = string.Formatter()
