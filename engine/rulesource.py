@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 import re
 import stat
+from array import array
 from bisect import bisect_right
+from itertools import accumulate
 from pathlib import Path
 
 #: The largest rule file read (the largest shipped one is under 10 KiB).
@@ -20,6 +22,7 @@ MAX_FILE_BYTES = 1 << 20
 
 #: Where YAML breaks lines (PyYAML and libyaml agree): line numbers in marks count these.
 _BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
+_RARE_BREAK = re.compile("[\r\x85\u2028\u2029]")
 
 #: A quoted line longer than this shows a window around the caret, not the whole line.
 EXCERPT_CHARS = 160
@@ -41,26 +44,38 @@ class SourceText:
     """The text of one rule file with its line starts indexed once."""
 
     def __init__(self, path: str, text: str) -> None:
-        """Index the lines of ``text`` (read from ``path``)."""
+        """Keep ``text`` (read from ``path``); its lines are indexed when first asked for."""
         self.path = path
         self.text = text
-        self._starts = [0]
-        self._ends: list[int] = []
-        for match in _BREAK.finditer(text):
-            self._ends.append(match.start())
-            self._starts.append(match.end())
-        self._ends.append(len(text))
+        self._index: array | None = None
+
+    @property
+    def _starts(self) -> array:
+        """The offset of each line's start, computed once, on the first error (a file without
+        errors never needs it). One machine word per line: a list of ints would take five, and
+        a megabyte of empty lines is a million of them."""
+        if self._index is None:
+            if _RARE_BREAK.search(self.text) is None:  # only \n: split at C speed
+                pieces = map(len, self.text.split("\n"))
+                self._index = array("q", accumulate(pieces, lambda at, n: at + n + 1, initial=0))
+                self._index.pop()  # the offset past the end
+            else:
+                self._index = array("q", [0])
+                self._index.extend(match.end() for match in _BREAK.finditer(self.text))
+        return self._index
 
     def line(self, number: int) -> str | None:
         """Line ``number`` (1-based) without its line break, or None past the end."""
         if not 1 <= number <= len(self._starts):
             return None
-        return self.text[self._starts[number - 1] : self._ends[number - 1]]
+        start = self._starts[number - 1]
+        found = _BREAK.search(self.text, start)
+        return self.text[start : found.start() if found else len(self.text)]
 
     @property
     def lines(self) -> list[str]:
         """Every line, without line breaks."""
-        return [self.text[start:end] for start, end in zip(self._starts, self._ends, strict=True)]
+        return _BREAK.split(self.text)
 
     def position(self, offset: int) -> tuple[int, int]:
         """The 1-based (line, column) of a character offset into the text."""

@@ -510,3 +510,12 @@ def test_yaml_module_is_the_safe_one() -> None:
     assert issubclass(loader, yaml.constructor.SafeConstructor)
     assert not issubclass(loader, yaml.constructor.FullConstructor)
     assert loader("a: [1, b]").get_single_data() == {"a": [1, "b"]}
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r", "\n", "\u2028", "\x85"])
+def test_errors_count_lines_as_yaml_does(tmp_path: Path, newline: str) -> None:
+    # The line index is built once per file; it must break lines where the YAML parser does.
+    path = tmp_path / "lines.yaml"
+    path.write_text(newline.join(["# a comment", "id: [1", "x: 1", ""]), newline="")
+    (error,) = load(path)
+    assert (error.mark.line, error.render().splitlines()[1]) == (3, "    x: 1")
