@@ -171,19 +171,30 @@ def _loader_for(path: str, source: SourceText | None = None) -> type[SafeConstru
             Resolver.__init__(self)
             self.depth = 0
 
-        def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-            # self.depth counts the mappings and lists open around this node.
-            if self.depth >= MAX_DEPTH and not self.check_event(yaml.ScalarEvent, yaml.AliasEvent):
+        # Only collections nest: counting them here (not in compose_node) leaves scalars, most
+        # of the nodes, without the extra call.
+        def compose_sequence_node(self, anchor: str | None) -> yaml.Node:
+            self.enter()
+            node = Composer.compose_sequence_node(self, anchor)
+            self.depth -= 1
+            return node
+
+        def compose_mapping_node(self, anchor: str | None) -> yaml.Node:
+            self.enter()
+            node = Composer.compose_mapping_node(self, anchor)
+            self.depth -= 1
+            return node
+
+        def enter(self) -> None:
+            """One more mapping or list open; past :data:`MAX_DEPTH`, a marked YAML error."""
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
                 raise yaml.composer.ComposerError(
                     None,
                     None,
                     f"nested deeper than {MAX_DEPTH} levels (the limit of a rule file)",
                     self.peek_event().start_mark,
                 )
-            self.depth += 1
-            node = Composer.compose_node(self, parent, index)
-            self.depth -= 1
-            return node
 
         def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
             text = str(node.value).lstrip("+-").replace("_", "")
