@@ -20,9 +20,10 @@ from typing import Any
 from .engine.diagnose import Diagnoser, Hypothesis
 from .engine.diagnosis import Diagnosis
 from .engine.durable import RuleSession, line_pattern_id
-from .engine.rules import Rule, load_rules
+from .engine.rules import Rule, RuleError, RuleLoadError, load_rules
 from .parsers.base import Draft
-from .parsers.extract import Extractor, Finding
+from .parsers.extract import Extractor, Finding, build_rule_prefilter
+from .parsers.prefilter import PatternError, Prefilter
 from .parsers.sources import Source, resolve
 
 SCHEMA_VERSION = 1
@@ -40,11 +41,46 @@ class RuleBase:
             for condition in rule.conditions
             if condition.fact == "line" and condition.regex
         }
+        # Compiled here, once, so that a pattern set the prefilter refuses is a rule error the
+        # command reports and exits on, not a failure in the middle of an analysis.
+        try:
+            build_rule_prefilter(self.line_patterns)
+        except PatternError as error:
+            errors = [problem for rule in rules for problem in prefilter_errors(rule)]
+            raise RuleLoadError(
+                errors
+                or [
+                    RuleError(
+                        rules[0].mark,
+                        f"the rules' patterns together are refused by the prefilter: {error}",
+                        "fewer or simpler line patterns",
+                    )
+                ]
+            ) from None
 
     @classmethod
     def load(cls, dirs: Iterable[Path] = (), disable: Iterable[str] = ()) -> RuleBase:
         """Load the shipped rules plus ``dirs`` (raises ``RuleLoadError`` with every problem)."""
         return cls(load_rules(list(dirs), tuple(disable)))
+
+
+def prefilter_errors(rule: Rule) -> list[RuleError]:
+    """The rule's line patterns that the prefilter's engines refuse (Hyperscan, where present,
+    has limits of its own that RE2 has not)."""
+    errors = []
+    for condition in rule.conditions:
+        if condition.regex is None:
+            continue
+        try:
+            Prefilter({"p": condition.regex}, rare=["p"])  # as the rules' prefilter has it
+        except PatternError as error:
+            errors.append(
+                RuleError(
+                    rule.mark,
+                    f"pattern of {rule.id} is rejected by the prefilter: {error}",
+                )
+            )
+    return errors
 
 
 _default: RuleBase | None = None

@@ -14,50 +14,46 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .analyzer import Analyzer, RuleBase
-from .engine.rules import Mark, Rule, RuleError, load_file, rule_files, shipped_rules_dir
-from .parsers.prefilter import PatternError, Prefilter
+from .analyzer import Analyzer, RuleBase, prefilter_errors
+from .engine.rules import (
+    MAX_RULES,
+    Rule,
+    RuleError,
+    load_file,
+    rule_files,
+    shipped_rules_dir,
+    too_many_rules,
+)
+from .engine.rulesource import read_source
 from .parsers.sources import resolve
 
 
 def lint(paths: Iterable[Path]) -> list[RuleError]:
-    """Every schema, semantic and house-style problem in the rule files under ``paths``."""
+    """Every schema, semantic and house-style problem in the rule files under ``paths``.
+
+    Each file is read once and its lines indexed once (errors quote lines from that index), so
+    linting is linear in the size of the files and the number of problems.
+    """
     errors: list[RuleError] = []
     seen: dict[str, Rule] = {}
+    loaded = 0
     for path in paths:
         for file in rule_files(path):
             for rule in load_file(file, errors, style=True):
+                loaded += 1
+                if loaded > MAX_RULES:
+                    errors.append(too_many_rules(rule))
+                    return errors
                 first = seen.setdefault(rule.id, rule)
                 if first is not rule:
                     errors.append(
                         RuleError(
-                            _mark(rule),
+                            rule.mark,
                             f"duplicate rule id {rule.id!r}",
                             f"first defined at {first.path}:{first.line}",
                         )
                     )
-                errors.extend(_pattern_errors(rule))
-    return errors
-
-
-def _mark(rule: Rule) -> Mark:
-    return Mark(rule.path, rule.line, 1)
-
-
-def _pattern_errors(rule: Rule) -> list[RuleError]:
-    """Patterns must also compile for the prefilter's engines (Hyperscan where present)."""
-    errors = []
-    for condition in rule.conditions:
-        if condition.regex is None:
-            continue
-        try:
-            Prefilter({"p": condition.regex})
-        except PatternError as error:
-            errors.append(
-                RuleError(
-                    _mark(rule), f"pattern of {rule.id} is rejected by the prefilter: {error}"
-                )
-            )
+                errors.extend(prefilter_errors(rule))
     return errors
 
 
@@ -169,7 +165,8 @@ def junit_xml(results: list[RuleResult], healthy_count: int) -> str:
 
 def rule_source(rule: Rule) -> str:
     """The text of one rule's YAML document, as written in its file."""
-    lines = Path(rule.path).read_text(encoding="utf-8").splitlines()
+    source = rule.source or read_source(Path(rule.path))
+    lines = source.lines
     start = rule.line - 1
     end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("---")), len(lines))
     while start > 0 and lines[start - 1].startswith("#"):

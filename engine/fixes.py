@@ -153,10 +153,19 @@ def fill(template: str, fields: dict[str, Any]) -> str:
         return template
 
 
+#: A value shown in a summary or fix is cut to this many characters: a field captured from a
+#: 60 KB log line must not make 60 KB of every placeholder naming it (the loader bounds the
+#: placeholders of a text, rules.MAX_PLACEHOLDERS, so a rendered text stays small).
+MAX_SHOWN_CHARS = 200
+
+
 def _show(value: Any) -> Any:
     if isinstance(value, float):
         return f"{value:.2f}" if abs(value) >= 0.01 or value == 0 else f"{value:.3g}"
-    return value
+    if isinstance(value, (int, bool)):
+        return value
+    text = str(value)
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "…"
 
 
 def _relative(op: str, current: Any, setting: str) -> Any:

@@ -11,7 +11,19 @@ import json
 from typing import Any
 
 from .facts import COMMON_FIELDS, FACT_KINDS
-from .rules import FIX_KEYS, OPERATORS, PROBES, SETTINGS, TIERS
+from .rules import (
+    FIX_KEYS,
+    MAX_CONDITIONS,
+    MAX_COUNT,
+    MAX_FIXES,
+    MAX_IN_VALUES,
+    MAX_REGEX_CHARS,
+    MAX_TEMPLATE_CHARS,
+    OPERATORS,
+    PROBES,
+    SETTINGS,
+    TIERS,
+)
 from .vocabulary import CATEGORIES
 
 SCHEMA_ID = "https://crashcart.dev/schema/rule.json"
@@ -21,7 +33,16 @@ _TEST = {
     "description": "a value (equality) or {operator: value}",
     "oneOf": [
         {"type": ["string", "number", "boolean"]},
-        {"type": "object", "propertyNames": {"enum": list(OPERATORS)}, "minProperties": 1},
+        {
+            "type": "object",
+            "propertyNames": {"enum": list(OPERATORS)},
+            "minProperties": 1,
+            "properties": {
+                "in": {"type": "array", "minItems": 1, "maxItems": MAX_IN_VALUES},
+                "exists": {"type": "boolean"},
+                "matches": {"type": "string", "maxLength": MAX_REGEX_CHARS},
+            },
+        },
     ],
 }
 
@@ -38,17 +59,30 @@ def _condition(kind: str) -> dict[str, Any]:
         where["additionalProperties"] = False
     properties: dict[str, Any] = {
         "fact": {"const": kind},
-        "as": {"type": "string", "description": "name for placeholders and 'after'"},
+        "as": {
+            "type": "string",
+            "pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
+            "description": "name for placeholders and 'after'",
+        },
         "where": where,
         "same": {
             "description": "fields that must equal those of the first condition's fact",
             "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
         },
         "after": {"type": "string", "description": "name of a condition this fact follows"},
-        "count": {"type": "integer", "minimum": 1, "description": "at least this many facts"},
+        "count": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_COUNT,
+            "description": "at least this many facts",
+        },
     }
     if kind == "line":
-        properties["regex"] = {"type": "string", "description": "RE2; named groups are fields"}
+        properties["regex"] = {
+            "type": "string",
+            "maxLength": MAX_REGEX_CHARS,
+            "description": "RE2; named groups are fields",
+        }
     return {
         "type": "object",
         "required": ["fact", "regex"] if kind == "line" else ["fact"],
@@ -59,26 +93,32 @@ def _condition(kind: str) -> dict[str, Any]:
 
 def build_schema() -> dict[str, Any]:
     """The JSON Schema of one rule document."""
+    text = {"type": "string", "maxLength": MAX_TEMPLATE_CHARS}
     fix = {
         "type": "object",
         "required": ["title"],
         "additionalProperties": False,
         "properties": {
-            "title": {"type": "string"},
+            "title": text,
             "env": {"type": "object", "additionalProperties": {"type": "string"}},
             "set": {
                 "type": "object",
                 "propertyNames": {"enum": list(SETTINGS)},
                 "description": "framework-neutral settings; half, double and tenth are relative",
             },
-            "command": {"type": "string"},
-            "code": {"type": "string"},
-            "patch": {"type": "string"},
-            "note": {"type": "string"},
+            "command": text,
+            "code": text,
+            "patch": text,
+            "note": text,
         },
         "anyOf": [{"required": [key]} for key in FIX_KEYS if key not in ("title", "note")],
     }
-    conditions = {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/condition"}}
+    conditions = {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": MAX_CONDITIONS,
+        "items": {"$ref": "#/$defs/condition"},
+    }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
@@ -105,8 +145,13 @@ def build_schema() -> dict[str, Any]:
                     name: {"$ref": "#/$defs/conditions"} for name in ("all", "any", "none")
                 },
             },
-            "summary": {"type": "string", "minLength": 1},
-            "fixes": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/fix"}},
+            "summary": {"type": "string", "minLength": 1, "maxLength": MAX_TEMPLATE_CHARS},
+            "fixes": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_FIXES,
+                "items": {"$ref": "#/$defs/fix"},
+            },
             "explains": {"type": "array", "items": {"enum": list(CATEGORIES)}},
             "probe": {"enum": list(PROBES)},
             "references": {"type": "array", "items": {"type": "string", "format": "uri"}},
