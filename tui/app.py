@@ -265,6 +265,11 @@ class CrashcartApp(App[None]):
 
             self._select(run_name(name), name)
 
+    def on_runs_table_resized(self, _: RunsTable.Resized) -> None:
+        """The runs pane changed width: redraw the names to fit it."""
+        self._runs_dirty = True
+        self._refresh_runs()
+
     @_while_mounted
     def on_runs_table_picked(self, message: RunsTable.Picked) -> None:
         """The cursor is on a run or a file: show its diagnoses, metrics and tail."""

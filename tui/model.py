@@ -284,6 +284,11 @@ class Model:
                 run.analyzer.record_probe(diagnosis, result)
         run.touched = True
 
+    def backlog(self) -> int:
+        """How many runs still have bytes waiting for analysis (or no analyzer yet). Any
+        thread: it only reads (for the benchmark and the app's progress line)."""
+        return sum(run.analyzer is None or bool(run.pending) for run in list(self.runs.values()))
+
     def _kept(self, path: str) -> list[tuple[int, str]]:
         for run in list(self.runs.values()):
             file = run.files.get(path)

@@ -18,6 +18,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Log, Sparkline, Static
+from textual.widgets.data_table import ColumnKey
 
 from ..engine.diagnosis import Diagnosis
 from ..report import fix_lines
@@ -121,6 +122,32 @@ class VimTable(DataTable):
         """A click picks a row."""
         self._moved()
 
+    def available_width(self) -> int:
+        """Cells the columns may use: the pane's width less its scrollbar (80 before layout)."""
+        width = self.scrollable_content_region.width or self.size.width
+        return width or 80
+
+    def fit_columns(self, widths: dict[str, int]) -> bool:
+        """Give the columns these widths (column key -> cells, padding not included); say whether
+        any changed. Fixed widths: the table never re-measures a column as cells change."""
+        changed = False
+        for key, width in widths.items():
+            column = self.columns.get(ColumnKey(key))
+            if column is not None and (column.width != width or column.auto_width):
+                column.width, column.auto_width = width, False
+                changed = True
+        if changed:
+            self._require_update_dimensions = True
+            self._clear_caches()
+            self.refresh()
+        return changed
+
+    def flexible(self, fixed: Sequence[int], least: int) -> int:
+        """The width left for the one flexible column once the ``fixed`` ones and every
+        column's padding are placed (at least ``least``)."""
+        padding = 2 * self.cell_padding * (len(fixed) + 1)
+        return max(least, self.available_width() - sum(fixed) - padding)
+
     def current_key(self) -> str | None:
         """The key of the row under the cursor, if any."""
         if not self.row_count:
@@ -175,13 +202,32 @@ class RunsTable(VimTable):
 
     def on_mount(self) -> None:
         """Set up the columns."""
-        self.add_column("status", key="status", width=8)
-        self.add_column("run / file", key="name")
-        self.add_column("active", key="active", width=6)
-        # Fixed widths: cells are updated in place and columns only ever widen (see
-        # replace_rows), so an auto width would depend on the values shown before.
-        self.add_column("step", key="step", width=8)
-        self.add_column("loss", key="loss", width=9)
+        # Fixed widths that hold every header and value (a step up to 99,999,999, a loss as
+        # ``-1.234e-05``); the name takes what the pane has left (see fit).
+        self.add_column("status", key="status", width=self.WIDTHS["status"])
+        self.add_column("run / file", key="name", width=12)
+        self.add_column("active", key="active", width=self.WIDTHS["active"])
+        self.add_column("step", key="step", width=self.WIDTHS["step"])
+        self.add_column("loss", key="loss", width=self.WIDTHS["loss"])
+        self.fit()
+
+    WIDTHS = {"status": 8, "active": 6, "step": 8, "loss": 10}  # noqa: RUF012
+
+    def name_width(self) -> int:
+        """Cells for the run / file column: the pane's width less the fixed columns."""
+        return self.flexible(list(self.WIDTHS.values()), 12)
+
+    def fit(self) -> bool:
+        """Size the name column to the pane (on mount and on resize); True if it changed."""
+        return self.fit_columns({"name": self.name_width()})
+
+    def on_resize(self) -> None:
+        """The pane changed size: the names get the new width (the app redraws the rows)."""
+        if self.fit():
+            self.post_message(self.Resized())
+
+    class Resized(Message):
+        """The name column changed width: the rows' labels must be shortened again."""
 
     def show(
         self, runs: Sequence[RunInfo], now: float, name_filter: str = "", root: str = ""
@@ -190,7 +236,7 @@ class RunsTable(VimTable):
         Run names are shown relative to ``root``, the watched directory."""
         rows: list[tuple[str, Sequence[Any]]] = []
         needle = name_filter.lower()
-        width = max(12, (self.size.width or 80) - 40)
+        width = self.name_width()
         ordered = sorted(runs, key=lambda r: r.sort_key)
         if not self.follow_top:
             # The person has moved the cursor: runs keep the places they were shown in (a run
@@ -206,9 +252,9 @@ class RunsTable(VimTable):
                 if not files:
                     continue
             when = None if run.last_activity is None else now - run.last_activity
-            label = Text(_short(relative(run.name, root), width), style="bold")
-            if run.diagnoses:
-                label.append(f" ({run.diagnoses})", style="dim")
+            count = f" ({run.diagnoses})" if run.diagnoses else ""
+            label = Text(_short(relative(run.name, root), width - len(count)), style="bold")
+            label.append(count, style="dim")
             rows.append(
                 (
                     f"run:{run.name}",
@@ -218,9 +264,9 @@ class RunsTable(VimTable):
             for file in files:
                 when = None if file.last_activity is None else now - file.last_activity
                 name = file.path[len(run.name) + 1 :] if run.name != "." else file.path
-                label = Text("  " + _short(name, width - 2))
-                if file.note:
-                    label.append(f" [{file.note}]", style="dim")
+                note = f" [{file.note}]" if file.note else ""
+                label = Text("  " + _short(name, max(4, width - 2 - len(note))), no_wrap=True)
+                label.append(note, style="dim")
                 status = badge(file.status) if file.status != HEALTHY else Text("  ·", style="dim")
                 rows.append((f"file:{file.path}", [status, label, age(when), "", ""]))
         self.replace_rows(rows)
@@ -240,16 +286,36 @@ class RunsTable(VimTable):
 class DiagnosesTable(VimTable):
     """The selected run's diagnoses, best first: category, title, confidence, probe verdict."""
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._shown: tuple[Sequence[Diagnosis], dict[str, dict[str, Any]]] = ((), {})
+
     def on_mount(self) -> None:
         """Set up the columns."""
-        self.add_column("#", key="n", width=2)
-        self.add_column("category", key="category", width=21)
+        self.add_column("#", key="n", width=1)
+        self.add_column("category", key="category", width=8)
         self.add_column("conf", key="conf", width=4)
-        self.add_column("probe", key="probe", width=13)
-        self.add_column("title", key="title", width=120)
+        self.add_column("probe", key="probe", width=6)
+        self.add_column("title", key="title", width=20)
+
+    def on_resize(self) -> None:
+        """The pane changed size: the titles take the new width."""
+        self.show(*self._shown)
+
+    def _fit(self, rows: Sequence[Sequence[Any]]) -> int:
+        """Size #, category and probe to what is shown; the title takes the rest of the pane
+        (it was cut at about 30 cells while the pane had room). Returns the title's width."""
+        widths = {"n": 1, "category": 8, "conf": 4, "probe": 5}
+        for cells in rows:
+            for key, cell in zip(widths, cells, strict=False):
+                widths[key] = max(widths[key], cell_len(str(cell)))
+        title = self.flexible(list(widths.values()), 20)
+        self.fit_columns({**widths, "title": title})
+        return title
 
     def show(self, diagnoses: Sequence[Diagnosis], probes: dict[str, dict[str, Any]]) -> None:
         """Show ``diagnoses``; ``probes`` maps a rule to the probe result run from the UI."""
+        self._shown = (diagnoses, probes)
         rows = []
         for index, diagnosis in enumerate(diagnoses, 1):
             result = probes.get(diagnosis.rule) or diagnosis.probe
@@ -261,7 +327,7 @@ class DiagnosesTable(VimTable):
             else:
                 verdict = Text("–", style="dim")
             category = Text(diagnosis.category, style="bold red" if index == 1 else "yellow")
-            title = Text(diagnosis.title)
+            title = Text(diagnosis.title, no_wrap=True, overflow="ellipsis")
             if diagnosis.explained_by:
                 title.append(f" (symptom of {diagnosis.explained_by})", style="dim")
             rows.append(
@@ -270,6 +336,9 @@ class DiagnosesTable(VimTable):
                     [str(index), category, f"{diagnosis.confidence:.2f}", verdict, title],
                 )
             )
+        width = self._fit([cells for _, cells in rows])
+        for _, cells in rows:  # an ellipsis where a title is cut, not a silent crop
+            cells[-1].truncate(width, overflow="ellipsis")
         self.replace_rows(rows)
 
 
@@ -297,10 +366,12 @@ class EvidenceView(VerticalScroll):
             self.query_one("#evidence-text", Static).update("No diagnosis selected.")
             return
         evidence = {(line.path, line.lineno) for line in diagnosis.evidence}
+        paths = list(dict.fromkeys(line.path for line in diagnosis.evidence))
         y = 0
-        for path in dict.fromkeys(line.path for line in diagnosis.evidence):
-            text.append(f"── {path}\n", style="bold cyan")
-            y += 1
+        for path in paths:
+            if len(paths) > 1:  # one file: the title line names it (it was said twice)
+                text.append(f"── {path}\n", style="bold cyan")
+                y += 1
             numbered = context.get(path) or [
                 (line.lineno, line.text) for line in diagnosis.evidence if line.path == path
             ]
@@ -452,9 +523,9 @@ class FixPanel(VerticalScroll):
         if diagnosis is None:
             static.update("Select a diagnosis to see its fixes.")
             return
+        # The fixes first (the diagnosis' title is the row above it in the diagnoses table):
+        # at 80x24 the top fix and its lines fit without scrolling; the why comes after.
         text = Text()
-        text.append(f"{diagnosis.title}\n", style="bold")
-        text.append(f"{diagnosis.summary}\n\n")
         if not self.fixes:
             text.append("No fix is known for this diagnosis.\n", style="dim")
         for index, fix in enumerate(self.fixes):
@@ -467,6 +538,8 @@ class FixPanel(VerticalScroll):
                 text.append(f"     {line}\n", style="reverse" if picked else "")
             if fix.get("note"):
                 text.append(f"     {fix['note']}\n", style="dim")
+        text.append(f"\nWhy: {diagnosis.title}\n", style="bold")
+        text.append(f"{diagnosis.summary}\n")
         text.append("\n c: copy the picked fix   ]/[: next/previous fix   s: save report", "dim")
         static.update(text)
 
@@ -525,6 +598,8 @@ class Metrics(Horizontal):
         self.query_one("#speed-label", Label).update(
             f"it/s {number(speed[-1])}" if speed else "it/s: none logged"
         )
+        # Nothing to plot: the pane collapses and its rows go to the lists and details.
+        self.set_class(not loss and not speed, "-empty")
 
 
 HELP = """\
