@@ -7,14 +7,17 @@ reads the same without colour (``NO_COLOR``) or in a monochrome terminal.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from rich.cells import cell_len
+from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Log, Sparkline, Static
@@ -80,6 +83,37 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
+MATCH_STYLE = "black on yellow"
+
+
+def search_pattern(query: str) -> re.Pattern[str] | None:
+    """The pattern ``/`` looks for: the text as typed, any case (None for an empty query)."""
+    return re.compile(re.escape(query), re.IGNORECASE) if query else None
+
+
+class MatchHighlighter(Highlighter):
+    """Marks every match of the search in a line of the tail."""
+
+    def __init__(self, pattern: re.Pattern[str] | None) -> None:
+        self.pattern = pattern
+
+    def highlight(self, text: Text) -> None:
+        """Style the matches in ``text``."""
+        if self.pattern is not None:
+            for match in self.pattern.finditer(text.plain):
+                text.stylize(MATCH_STYLE, match.start(), match.end())
+
+
+def _next_match(matches: Sequence[int], current: int | None, step: int, start: int) -> int | None:
+    """The index in ``matches`` after (``step`` 1) or before (-1) ``current``; with no current
+    one, the first match at or after line ``start``."""
+    if not matches:
+        return None
+    if current is None:
+        return next((i for i, line in enumerate(matches) if line >= start), 0)
+    return (current + step) % len(matches)
+
+
 class VimTable(DataTable):
     """A row-cursor table with vim keys (j/k/g/G) besides the arrows."""
 
@@ -121,6 +155,14 @@ class VimTable(DataTable):
     def on_click(self) -> None:
         """A click picks a row."""
         self._moved()
+
+    def _update_dimensions(self, new_rows: Any) -> None:
+        """Skip measuring the new rows' cells when every column has a fixed width (they are
+        only measured to size auto-width columns): with 1,600 rows, a rebuild of the runs list
+        spent up to 2 s measuring cells whose widths nothing used."""
+        if not any(column.auto_width for column in self.columns.values()):
+            new_rows = [key for key in new_rows if getattr(self.rows.get(key), "auto_height", 0)]
+        super()._update_dimensions(new_rows)
 
     def available_width(self) -> int:
         """Cells the columns may use: the pane's width less its scrollbar (80 before layout)."""
@@ -342,15 +384,22 @@ class DiagnosesTable(VimTable):
         self.replace_rows(rows)
 
 
-class EvidenceView(VerticalScroll):
+class EvidenceView(ScrollableContainer):
     """The log around a diagnosis' evidence lines, evidence marked ``▶`` and highlighted;
-    ``n`` / ``N`` jump between the evidence lines."""
+    ``n`` / ``N`` jump between the evidence lines (between the matches while a ``/`` search is
+    on). Long lines scroll sideways, or wrap (``w``)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._marks: list[int] = []  # y offsets of the evidence lines in the rendered text
+        self._marks: list[int] = []  # line numbers of the evidence lines in the rendered text
         self._where: list[str] = []
         self.index = 0
+        self.wrap = False
+        self._text = Text()
+        self._lines: list[str] = []  # the rendered lines, plain
+        self.pattern: re.Pattern[str] | None = None
+        self.matches: list[int] = []  # rendered lines that match the search
+        self.match: int | None = None
 
     def compose(self) -> ComposeResult:
         """A title line and the text."""
@@ -359,8 +408,9 @@ class EvidenceView(VerticalScroll):
 
     def show(self, diagnosis: Diagnosis | None, context: dict[str, list[tuple[int, str]]]) -> None:
         """Render the evidence of ``diagnosis`` inside ``context`` (path -> numbered lines)."""
-        text = Text(no_wrap=True, overflow="ellipsis")
+        text = Text()
         self._marks, self._where, self.index = [], [], 0
+        self._text, self._lines, self.matches, self.match = text, [], [], None
         if diagnosis is None:
             self.query_one("#evidence-title", Label).update("")
             self.query_one("#evidence-text", Static).update("No diagnosis selected.")
@@ -390,12 +440,80 @@ class EvidenceView(VerticalScroll):
                     text.append(f" {lineno:>6} ", style="dim")
                     text.append(body + "\n")
                 y += 1
+        self._lines = text.plain.split("\n")
+        self._draw()
+        if self.pattern is not None:
+            self.search(self.pattern)
+        else:
+            self._title()
+            self.call_after_refresh(self.jump, 0)
+
+    def _draw(self) -> None:
+        """Put the text on screen, wrapped or not, with the search's matches marked."""
+        text = self._text.copy()
+        text.no_wrap = not self.wrap
+        if self.pattern is not None:
+            for number in self.matches:
+                start = sum(len(line) + 1 for line in self._lines[:number])
+                for match in self.pattern.finditer(self._lines[number]):
+                    text.stylize(MATCH_STYLE, start + match.start(), start + match.end())
+        self.set_class(self.wrap, "-wrap")
         self.query_one("#evidence-text", Static).update(text)
+
+    def toggle_wrap(self) -> None:
+        """Wrap long lines, or scroll them sideways (the default)."""
+        self.wrap = not self.wrap
+        self.set_class(self.wrap, "-wrap")
+        if not self._lines:  # nothing shown but a message
+            return
+        self._draw()
+        self.call_after_refresh(self._scroll_to_line, self._current_line())
+
+    def _current_line(self) -> int:
+        if self.match is not None and self.matches:
+            return self.matches[self.match]
+        return self._marks[self.index] if self._marks else 0
+
+    def _y(self, line: int) -> int:
+        """The row on screen of rendered line ``line`` (wrapped lines take several)."""
+        if not self.wrap:
+            return line
+        width = max(1, self.query_one("#evidence-text", Static).content_region.width)
+        return sum(max(1, math.ceil(cell_len(text) / width)) for text in self._lines[:line])
+
+    def _scroll_to_line(self, line: int) -> None:
+        self.scroll_to(y=max(0, self._y(line) - 3), animate=False)
+
+    def search(self, pattern: re.Pattern[str] | None) -> int:
+        """Mark the lines matching ``pattern`` and go to the first one from the top of the view;
+        returns how many lines match (None clears the search)."""
+        self.pattern = pattern
+        self.matches = (
+            [n for n, line in enumerate(self._lines) if pattern.search(line)] if pattern else []
+        )
+        self.match = None
+        if self._lines:
+            self._draw()
+        if self.matches:
+            self.step_match(0)
+        else:
+            self._title()
+        return len(self.matches)
+
+    def step_match(self, step: int) -> None:
+        """Go to the next (1) or previous (-1) match of the search."""
+        first = int(self.scroll_y) if self.match is None else 0
+        self.match = _next_match(self.matches, self.match, step, first)
+        if self.match is not None:
+            self._scroll_to_line(self.matches[self.match])
         self._title()
-        self.call_after_refresh(self.jump, 0)
 
     def _title(self) -> None:
-        if self._marks:
+        if self.pattern is not None:
+            where = f" {self.match + 1}/{len(self.matches)}" if self.match is not None else ""
+            label = f"/{self.pattern.pattern}: {len(self.matches)} matching line(s){where}"
+            label += "   (n/N: next/previous match, esc: end the search)"
+        elif self._marks:
             label = f"evidence {self.index + 1}/{len(self._marks)}  {self._where[self.index]}"
             label += "   (n/N: next/previous)"
         else:
@@ -407,7 +525,7 @@ class EvidenceView(VerticalScroll):
         if not self._marks:
             return
         self.index = (self.index + step) % len(self._marks)
-        self.scroll_to(y=max(0, self._marks[self.index] - 3), animate=False)
+        self._scroll_to_line(self._marks[self.index])
         self._title()
 
 
@@ -424,6 +542,48 @@ class TailView(Vertical):
         super().__init__(**kwargs)
         self.path: str | None = None
         self.waiting = 0
+        self.pattern: re.Pattern[str] | None = None
+        self.match: int | None = None
+        self.matches: list[int] = []
+
+    def search(self, pattern: re.Pattern[str] | None) -> int:
+        """Mark the lines matching ``pattern`` and go to the first one from the top of the
+        view (scrolling up pauses following); returns how many lines match."""
+        self.pattern = pattern
+        log = self.log_widget
+        log.highlighter = MatchHighlighter(pattern)
+        log.highlight = pattern is not None
+        log._render_line_cache.clear()  # the kept renders have the old marks
+        log.refresh()
+        self.match = None
+        self._find()
+        if self.matches:
+            self.step_match(0)
+        else:
+            self._title()
+        return len(self.matches)
+
+    def _find(self) -> None:
+        lines = self.log_widget.lines
+        pattern = self.pattern
+        self.matches = (
+            [n for n, line in enumerate(lines) if pattern.search(line)] if pattern else []
+        )
+
+    def step_match(self, step: int) -> None:
+        """Go to the next (1) or previous (-1) match (lines may have come in meanwhile)."""
+        log = self.log_widget
+        current = self.matches[self.match] if self.match is not None and self.matches else None
+        self._find()
+        if current is not None and current in self.matches:
+            self.match = self.matches.index(current)
+        elif current is not None:
+            self.match = None
+        first = int(log.scroll_y) if self.match is None else 0
+        self.match = _next_match(self.matches, self.match, step, first)
+        if self.match is not None:
+            log.scroll_to(y=max(0, self.matches[self.match] - 3), animate=False)
+        self._title()
 
     def compose(self) -> ComposeResult:
         """The header (file, following state) and the log."""
@@ -476,6 +636,10 @@ class TailView(Vertical):
             self.query_one("#tail-title", Label).update("Select a run or a file to follow it.")
             return
         title = Text(f"tail -F {self.path}  ")
+        if self.pattern is not None:
+            where = f" {self.match + 1}/{len(self.matches)}" if self.match is not None else ""
+            title.append(f"/{self.pattern.pattern}: {len(self.matches)} match(es){where} ", "bold")
+            title.append("(n/N, esc)  ", "dim")
         if self.waiting:
             title.append(f" ⏸ paused: {self.waiting} new line(s) below (G: follow) ", "reverse")
         else:
@@ -613,6 +777,7 @@ HELP = """\
 [b]Look[/b]
   e  evidence of the selected diagnosis          n / N  next / previous evidence line
   t  tail of the selected file (follows; scroll up to pause, G to follow again)
+  w  wrap long evidence lines, or scroll them sideways (←/→) as the tail does
   f  fixes                                       ] / \\[  next / previous fix
   r  probe result
 
@@ -622,7 +787,9 @@ HELP = """\
   p  run the selected diagnosis' probe in the background
 
 [b]Other[/b]
-  /  filter runs and files by name (esc clears)   ?  this help   q  quit
+  /  on the lists: filter runs and files by name; on the evidence or the tail: search
+     the log text (matches marked, n / N next / previous match; esc ends either)
+  ?  this help   q  quit
 
 Status: ✗ FAILED · ⧗ HANG? (progress stopped) · ▲ WARN (a trend) · ✓ ok
 """
