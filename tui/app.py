@@ -48,6 +48,7 @@ from .widgets import (
     ProbePanel,
     RunsTable,
     TailView,
+    search_pattern,
 )
 
 NARROW = 110  # columns below which the panes stack
@@ -58,9 +59,9 @@ def _while_mounted(handler: Callable[..., None]) -> Callable[..., None]:
     """Drop a message from a thread that arrives while the app is being torn down."""
 
     @functools.wraps(handler)
-    def wrapper(self: App[None], *args: Any) -> None:
+    def wrapper(self: App[None], *args: Any, **kwargs: Any) -> None:
         with contextlib.suppress(NoMatches):  # the widgets are gone: the app is closing
-            handler(self, *args)
+            handler(self, *args, **kwargs)
 
     return wrapper
 
@@ -80,7 +81,8 @@ class CrashcartApp(App[None]):
     BINDINGS = [  # noqa: RUF012 (Textual's declarative bindings)
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
-        Binding("slash", "filter", "Filter"),
+        Binding("slash", "filter", "Filter/search"),
+        Binding("w", "wrap", "Wrap lines", show=False),
         Binding("e", "tab('evidence')", "Evidence"),
         Binding("t", "tab('tail')", "Tail"),
         Binding("f", "tab('fix')", "Fix"),
@@ -128,9 +130,12 @@ class CrashcartApp(App[None]):
         self.selected_path: str | None = None
         self.selected_rule: str | None = None
         self.name_filter = ""
+        #: The view a ``/`` search runs in (evidence or tail), while one is on.
+        self.search_view: EvidenceView | TailView | None = None
         self.mode = "starting"
         self.last_message = time.monotonic()  # when the model last said something (for tests)
         self._runs_dirty = False
+        self._refresh_after = 0.0  # monotonic time before which the list is not redrawn
         self._switch_interval = sys.getswitchinterval()
 
     # -- layout ----------------------------------------------------------------------------------
@@ -153,6 +158,7 @@ class CrashcartApp(App[None]):
                 yield FixPanel(id="fix-panel")
             with TabPane("Probe", id="probe"):
                 yield ProbePanel(id="probe-panel")
+        yield Input(placeholder="search the log text (enter: keep, esc: end)", id="search")
         yield Footer()
 
     def on_load(self) -> None:
@@ -236,12 +242,18 @@ class CrashcartApp(App[None]):
     # -- runs list -------------------------------------------------------------------------------
 
     @_while_mounted
-    def _refresh_runs(self) -> None:
+    def _refresh_runs(self, force: bool = False) -> None:
         if not self._runs_dirty:
             return
+        started = time.monotonic()
+        if started < self._refresh_after and not force:
+            return  # the last redraw was long (hundreds of runs): leave the UI time between
         self._runs_dirty = False
         table = self.query_one(RunsTable)
         table.show(list(self.runs.values()), self.clock(), self.name_filter, self.directory)
+        # A list of 700 runs and their files takes a few hundred ms to rebuild; while their
+        # analyses pour in, redraw at most a quarter of the time so keys are answered.
+        self._refresh_after = time.monotonic() + 3 * (time.monotonic() - started)
         failed = sum(run.status == "failed" for run in self.runs.values())
         files = sum(len(run.files) for run in self.runs.values())
         self.sub_title = (
@@ -264,6 +276,11 @@ class CrashcartApp(App[None]):
             from .model import run_name
 
             self._select(run_name(name), name)
+
+    def on_runs_table_resized(self, _: RunsTable.Resized) -> None:
+        """The runs pane changed width: redraw the names to fit it."""
+        self._runs_dirty = True
+        self._refresh_runs(force=True)
 
     @_while_mounted
     def on_runs_table_picked(self, message: RunsTable.Picked) -> None:
@@ -363,9 +380,27 @@ class CrashcartApp(App[None]):
         self.query_one(TabbedContent).active = name
 
     def action_evidence(self, step: int) -> None:
-        """Jump to the next or previous evidence line."""
+        """Jump to the next or previous evidence line; while a ``/`` search is on in the focused
+        view, to its next or previous match."""
+        view = self.search_view
+        if view is not None and view.pattern is not None and self._log_view() is view:
+            view.step_match(step)
+            return
         self.action_tab("evidence")
         self.query_one(EvidenceView).jump(step)
+
+    def _log_view(self) -> EvidenceView | TailView | None:
+        """The log view (evidence or tail) the focus is in, if any."""
+        node = self.focused
+        while node is not None:
+            if isinstance(node, EvidenceView | TailView):
+                return node
+            node = node.parent  # type: ignore[assignment]
+        return None
+
+    def action_wrap(self) -> None:
+        """Wrap the evidence's long lines, or scroll them sideways."""
+        self.query_one(EvidenceView).toggle_wrap()
 
     def action_fix(self, step: int) -> None:
         """Pick the next or previous fix."""
@@ -461,30 +496,67 @@ class CrashcartApp(App[None]):
             self._show_details()
 
     def action_filter(self) -> None:
-        """Show the filter box."""
+        """``/``: on the evidence or the tail, search the log text; elsewhere, filter the runs."""
+        view = self._log_view()
+        if view is not None:
+            self.search_view = view
+            box = self.query_one("#search", Input)
+            box.value = view.pattern.pattern if view.pattern is not None else ""
+            box.display = True
+            box.focus()
+            return
         box = self.query_one("#filter", Input)
         box.display = True
         box.focus()
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        """Filter the runs list as the name is typed."""
+        """Filter the runs list as the name is typed, or search the log as the text is."""
+        if event.input.id == "search":
+            if self.search_view is not None:
+                self.search_view.search(search_pattern(event.value))
+            return
         self.name_filter = event.value
         self._runs_dirty = True
-        self._refresh_runs()
+        self._refresh_runs(force=True)
 
-    def on_input_submitted(self, _: Input.Submitted) -> None:
-        """Enter: back to the (filtered) list."""
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter: back to the (filtered) list, or to the searched view (n/N go on)."""
+        if event.input.id == "search":
+            event.input.display = False
+            if self.search_view is not None:
+                self._focus_view(self.search_view)
+            return
         self.query_one(RunsTable).focus()
 
+    def _end_search(self) -> bool:
+        """Close the search box and clear the marks; False when no search was on."""
+        box = self.query_one("#search", Input)
+        view = self.search_view
+        if not box.display and (view is None or view.pattern is None):
+            return False
+        box.display = False
+        box.value = ""
+        self.search_view = None
+        if view is not None:
+            view.search(None)
+            self._focus_view(view)
+        return True
+
+    def _focus_view(self, view: EvidenceView | TailView) -> None:
+        """Focus the searched view (the tail's focusable part is its log)."""
+        (view.log_widget if isinstance(view, TailView) else view).focus()
+
     def action_escape(self) -> None:
-        """Clear and hide the filter."""
+        """End the search, or clear and hide the filter, or restore a zoomed pane."""
         box = self.query_one("#filter", Input)
+        if self._end_search():
+            return
         if box.display or box.value:
             box.value = ""
             box.display = False
             self.name_filter = ""
             self._runs_dirty = True
-            self._refresh_runs()
+            self._refresh_runs(force=True)
             self.query_one(RunsTable).focus()
         elif self.screen.maximized is not None:
             self.screen.minimize()

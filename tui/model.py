@@ -38,6 +38,8 @@ PUBLISH_EVERY = 0.1  # seconds between snapshots posted to the app (at most)
 #: Seconds per cycle for analysing the bytes read while the rules were loading (a directory of
 #: large logs): the rest of the cycle the UI thread has the interpreter to itself.
 CATCH_UP_BUDGET = 0.05
+#: Seconds per cycle for giving runs with nothing waiting their analyzer (see _attach_analyzers).
+ATTACH_BUDGET = 0.02
 TAIL_LINES = 2000  # lines kept per file for the tail view
 SERIES_POINTS = 120  # metric values sent for a sparkline
 
@@ -193,6 +195,7 @@ class _FileState:
     new: list[str] = field(default_factory=list)
     reset: bool = False
     note: str = ""
+    flushed: bool = False  # its open blocks were closed since its last bytes were analysed
 
 
 @dataclass
@@ -208,6 +211,7 @@ class _RunState:
     points: int = 0
     hang_suspected: bool = False
     concluded_at: float = 0.0
+    fed: bool = True  # bytes were analysed since the last conclude (else it would find the same)
     dirty: bool = True
     touched: bool = False  # the analyzer has new findings to publish
 
@@ -283,6 +287,11 @@ class Model:
             if diagnosis.rule == rule:
                 run.analyzer.record_probe(diagnosis, result)
         run.touched = True
+
+    def backlog(self) -> int:
+        """How many runs still have bytes waiting for analysis (or no analyzer yet). Any
+        thread: it only reads (for the benchmark and the app's progress line)."""
+        return sum(run.analyzer is None or bool(run.pending) for run in list(self.runs.values()))
 
     def _kept(self, path: str) -> list[tuple[int, str]]:
         for run in list(self.runs.values()):
@@ -366,6 +375,8 @@ class Model:
                 self._notice(item)
             elif backlog is not None:  # nothing new to read: analyse what waits
                 started = time.monotonic()
+                if backlog.analyzer is None:
+                    self._attach(backlog)
                 self._feed(backlog, backlog.pending.popleft())
                 catching_up += time.monotonic() - started
         while True:
@@ -444,6 +455,10 @@ class Model:
         assert run.analyzer is not None
         if run.analyzer.feed(item.path, item.data):
             run.touched = True
+        run.fed = True
+        file = run.files.get(item.path)
+        if file is not None:
+            file.flushed = False
         points = run.analyzer.extractor.series.points
         if points > run.points:
             run.points = points
@@ -452,25 +467,39 @@ class Model:
                 run.hang_suspected = False
                 run.touched = True
 
-    def _attach_analyzers(self) -> None:
+    def _attach(self, run: _RunState) -> None:
+        run.analyzer = Analyzer(self._rulebase)
+        run.concluded_at = 0.0
+        run.touched = run.dirty = True
+
+    def _attach_analyzers(self, budget: float = ATTACH_BUDGET) -> None:
+        """Give the runs with nothing waiting their analyzer, for at most ``budget`` seconds a
+        cycle (a few ms each: 700 at once held the interpreter for seconds and froze the UI);
+        runs with bytes waiting get theirs when the backlog reaches them."""
         if not self._ready_told:
             self._ready_told = True
             self.post(ModelReady())
-        for run in self.runs.values():
-            if run.analyzer is None:
-                run.analyzer = Analyzer(self._rulebase)
-                run.concluded_at = 0.0
-                run.touched = run.dirty = True
+        started = time.monotonic()
+        for run in list(self.runs.values()):
+            if run.analyzer is None and not run.pending:
+                self._attach(run)
+                if time.monotonic() - started > budget:
+                    break
 
     def _backlog(self) -> _RunState | None:
         """A run with bytes waiting for analysis (read while the rules were loading), if any:
         they are analysed between reads, so a directory of large logs never stops the model
         from publishing."""
+        # The run on screen first: its diagnoses are what the person is waiting for.
+        ready = self._rules_ready.is_set() and self._rulebase is not None
+        watched = self.runs.get(run_name(self.watched)) if self.watched else None
+        if watched is not None and watched.pending and ready:
+            return watched
         for name in list(self._waiting):
             run = self.runs[name]
             if not run.pending:
                 self._waiting.discard(name)
-            elif run.analyzer is not None:
+            elif ready:
                 return run
         return None
 
@@ -485,10 +514,15 @@ class Model:
                 if run.pending:
                     break  # its bytes are not all analysed yet: nothing to close early
                 quiet = file.last_write and now - file.last_write > EVIDENCE_WAIT
-                if quiet and run.analyzer.flush_blocks(file.path):
-                    run.touched = True
-            if now - run.concluded_at > CONCLUDE_EVERY:
+                if quiet and not file.flushed:  # once per quiet spell, not every cycle
+                    file.flushed = True
+                    if run.analyzer.flush_blocks(file.path):
+                        run.touched = True
+            # Only a run that read something since: concluding 700 unchanged runs every few
+            # seconds kept the model thread from analysing the rest (a directory took ~50 s).
+            if run.fed and not run.pending and now - run.concluded_at > CONCLUDE_EVERY:
                 run.concluded_at = now
+                run.fed = False
                 if run.analyzer.conclude():
                     run.touched = True
             if self._check_hang(run, now):

@@ -7,17 +7,21 @@ reads the same without colour (``NO_COLOR``) or in a monochrome terminal.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from rich.cells import cell_len
+from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Log, Sparkline, Static
+from textual.widgets.data_table import ColumnKey
 
 from ..engine.diagnosis import Diagnosis
 from ..report import fix_lines
@@ -79,6 +83,37 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
+MATCH_STYLE = "black on yellow"
+
+
+def search_pattern(query: str) -> re.Pattern[str] | None:
+    """The pattern ``/`` looks for: the text as typed, any case (None for an empty query)."""
+    return re.compile(re.escape(query), re.IGNORECASE) if query else None
+
+
+class MatchHighlighter(Highlighter):
+    """Marks every match of the search in a line of the tail."""
+
+    def __init__(self, pattern: re.Pattern[str] | None) -> None:
+        self.pattern = pattern
+
+    def highlight(self, text: Text) -> None:
+        """Style the matches in ``text``."""
+        if self.pattern is not None:
+            for match in self.pattern.finditer(text.plain):
+                text.stylize(MATCH_STYLE, match.start(), match.end())
+
+
+def _next_match(matches: Sequence[int], current: int | None, step: int, start: int) -> int | None:
+    """The index in ``matches`` after (``step`` 1) or before (-1) ``current``; with no current
+    one, the first match at or after line ``start``."""
+    if not matches:
+        return None
+    if current is None:
+        return next((i for i, line in enumerate(matches) if line >= start), 0)
+    return (current + step) % len(matches)
+
+
 class VimTable(DataTable):
     """A row-cursor table with vim keys (j/k/g/G) besides the arrows."""
 
@@ -120,6 +155,40 @@ class VimTable(DataTable):
     def on_click(self) -> None:
         """A click picks a row."""
         self._moved()
+
+    def _update_dimensions(self, new_rows: Any) -> None:
+        """Skip measuring the new rows' cells when every column has a fixed width (they are
+        only measured to size auto-width columns): with 1,600 rows, a rebuild of the runs list
+        spent up to 2 s measuring cells whose widths nothing used."""
+        if not any(column.auto_width for column in self.columns.values()):
+            new_rows = [key for key in new_rows if getattr(self.rows.get(key), "auto_height", 0)]
+        super()._update_dimensions(new_rows)
+
+    def available_width(self) -> int:
+        """Cells the columns may use: the pane's width less its scrollbar (80 before layout)."""
+        width = self.scrollable_content_region.width or self.size.width
+        return width or 80
+
+    def fit_columns(self, widths: dict[str, int]) -> bool:
+        """Give the columns these widths (column key -> cells, padding not included); say whether
+        any changed. Fixed widths: the table never re-measures a column as cells change."""
+        changed = False
+        for key, width in widths.items():
+            column = self.columns.get(ColumnKey(key))
+            if column is not None and (column.width != width or column.auto_width):
+                column.width, column.auto_width = width, False
+                changed = True
+        if changed:
+            self._require_update_dimensions = True
+            self._clear_caches()
+            self.refresh()
+        return changed
+
+    def flexible(self, fixed: Sequence[int], least: int) -> int:
+        """The width left for the one flexible column once the ``fixed`` ones and every
+        column's padding are placed (at least ``least``)."""
+        padding = 2 * self.cell_padding * (len(fixed) + 1)
+        return max(least, self.available_width() - sum(fixed) - padding)
 
     def current_key(self) -> str | None:
         """The key of the row under the cursor, if any."""
@@ -175,13 +244,32 @@ class RunsTable(VimTable):
 
     def on_mount(self) -> None:
         """Set up the columns."""
-        self.add_column("status", key="status", width=8)
-        self.add_column("run / file", key="name")
-        self.add_column("active", key="active", width=6)
-        # Fixed widths: cells are updated in place and columns only ever widen (see
-        # replace_rows), so an auto width would depend on the values shown before.
-        self.add_column("step", key="step", width=8)
-        self.add_column("loss", key="loss", width=9)
+        # Fixed widths that hold every header and value (a step up to 99,999,999, a loss as
+        # ``-1.234e-05``); the name takes what the pane has left (see fit).
+        self.add_column("status", key="status", width=self.WIDTHS["status"])
+        self.add_column("run / file", key="name", width=12)
+        self.add_column("active", key="active", width=self.WIDTHS["active"])
+        self.add_column("step", key="step", width=self.WIDTHS["step"])
+        self.add_column("loss", key="loss", width=self.WIDTHS["loss"])
+        self.fit()
+
+    WIDTHS = {"status": 8, "active": 6, "step": 8, "loss": 10}  # noqa: RUF012
+
+    def name_width(self) -> int:
+        """Cells for the run / file column: the pane's width less the fixed columns."""
+        return self.flexible(list(self.WIDTHS.values()), 12)
+
+    def fit(self) -> bool:
+        """Size the name column to the pane (on mount and on resize); True if it changed."""
+        return self.fit_columns({"name": self.name_width()})
+
+    def on_resize(self) -> None:
+        """The pane changed size: the names get the new width (the app redraws the rows)."""
+        if self.fit():
+            self.post_message(self.Resized())
+
+    class Resized(Message):
+        """The name column changed width: the rows' labels must be shortened again."""
 
     def show(
         self, runs: Sequence[RunInfo], now: float, name_filter: str = "", root: str = ""
@@ -190,7 +278,7 @@ class RunsTable(VimTable):
         Run names are shown relative to ``root``, the watched directory."""
         rows: list[tuple[str, Sequence[Any]]] = []
         needle = name_filter.lower()
-        width = max(12, (self.size.width or 80) - 40)
+        width = self.name_width()
         ordered = sorted(runs, key=lambda r: r.sort_key)
         if not self.follow_top:
             # The person has moved the cursor: runs keep the places they were shown in (a run
@@ -206,9 +294,9 @@ class RunsTable(VimTable):
                 if not files:
                     continue
             when = None if run.last_activity is None else now - run.last_activity
-            label = Text(_short(relative(run.name, root), width), style="bold")
-            if run.diagnoses:
-                label.append(f" ({run.diagnoses})", style="dim")
+            count = f" ({run.diagnoses})" if run.diagnoses else ""
+            label = Text(_short(relative(run.name, root), width - len(count)), style="bold")
+            label.append(count, style="dim")
             rows.append(
                 (
                     f"run:{run.name}",
@@ -218,9 +306,9 @@ class RunsTable(VimTable):
             for file in files:
                 when = None if file.last_activity is None else now - file.last_activity
                 name = file.path[len(run.name) + 1 :] if run.name != "." else file.path
-                label = Text("  " + _short(name, width - 2))
-                if file.note:
-                    label.append(f" [{file.note}]", style="dim")
+                note = f" [{file.note}]" if file.note else ""
+                label = Text("  " + _short(name, max(4, width - 2 - len(note))), no_wrap=True)
+                label.append(note, style="dim")
                 status = badge(file.status) if file.status != HEALTHY else Text("  ·", style="dim")
                 rows.append((f"file:{file.path}", [status, label, age(when), "", ""]))
         self.replace_rows(rows)
@@ -240,16 +328,36 @@ class RunsTable(VimTable):
 class DiagnosesTable(VimTable):
     """The selected run's diagnoses, best first: category, title, confidence, probe verdict."""
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._shown: tuple[Sequence[Diagnosis], dict[str, dict[str, Any]]] = ((), {})
+
     def on_mount(self) -> None:
         """Set up the columns."""
-        self.add_column("#", key="n", width=2)
-        self.add_column("category", key="category", width=21)
+        self.add_column("#", key="n", width=1)
+        self.add_column("category", key="category", width=8)
         self.add_column("conf", key="conf", width=4)
-        self.add_column("probe", key="probe", width=13)
-        self.add_column("title", key="title", width=120)
+        self.add_column("probe", key="probe", width=6)
+        self.add_column("title", key="title", width=20)
+
+    def on_resize(self) -> None:
+        """The pane changed size: the titles take the new width."""
+        self.show(*self._shown)
+
+    def _fit(self, rows: Sequence[Sequence[Any]]) -> int:
+        """Size #, category and probe to what is shown; the title takes the rest of the pane
+        (it was cut at about 30 cells while the pane had room). Returns the title's width."""
+        widths = {"n": 1, "category": 8, "conf": 4, "probe": 5}
+        for cells in rows:
+            for key, cell in zip(widths, cells, strict=False):
+                widths[key] = max(widths[key], cell_len(str(cell)))
+        title = self.flexible(list(widths.values()), 20)
+        self.fit_columns({**widths, "title": title})
+        return title
 
     def show(self, diagnoses: Sequence[Diagnosis], probes: dict[str, dict[str, Any]]) -> None:
         """Show ``diagnoses``; ``probes`` maps a rule to the probe result run from the UI."""
+        self._shown = (diagnoses, probes)
         rows = []
         for index, diagnosis in enumerate(diagnoses, 1):
             result = probes.get(diagnosis.rule) or diagnosis.probe
@@ -261,7 +369,7 @@ class DiagnosesTable(VimTable):
             else:
                 verdict = Text("–", style="dim")
             category = Text(diagnosis.category, style="bold red" if index == 1 else "yellow")
-            title = Text(diagnosis.title)
+            title = Text(diagnosis.title, no_wrap=True, overflow="ellipsis")
             if diagnosis.explained_by:
                 title.append(f" (symptom of {diagnosis.explained_by})", style="dim")
             rows.append(
@@ -270,18 +378,28 @@ class DiagnosesTable(VimTable):
                     [str(index), category, f"{diagnosis.confidence:.2f}", verdict, title],
                 )
             )
+        width = self._fit([cells for _, cells in rows])
+        for _, cells in rows:  # an ellipsis where a title is cut, not a silent crop
+            cells[-1].truncate(width, overflow="ellipsis")
         self.replace_rows(rows)
 
 
-class EvidenceView(VerticalScroll):
+class EvidenceView(ScrollableContainer):
     """The log around a diagnosis' evidence lines, evidence marked ``▶`` and highlighted;
-    ``n`` / ``N`` jump between the evidence lines."""
+    ``n`` / ``N`` jump between the evidence lines (between the matches while a ``/`` search is
+    on). Long lines scroll sideways, or wrap (``w``)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._marks: list[int] = []  # y offsets of the evidence lines in the rendered text
+        self._marks: list[int] = []  # line numbers of the evidence lines in the rendered text
         self._where: list[str] = []
         self.index = 0
+        self.wrap = False
+        self._text = Text()
+        self._lines: list[str] = []  # the rendered lines, plain
+        self.pattern: re.Pattern[str] | None = None
+        self.matches: list[int] = []  # rendered lines that match the search
+        self.match: int | None = None
 
     def compose(self) -> ComposeResult:
         """A title line and the text."""
@@ -290,17 +408,20 @@ class EvidenceView(VerticalScroll):
 
     def show(self, diagnosis: Diagnosis | None, context: dict[str, list[tuple[int, str]]]) -> None:
         """Render the evidence of ``diagnosis`` inside ``context`` (path -> numbered lines)."""
-        text = Text(no_wrap=True, overflow="ellipsis")
+        text = Text()
         self._marks, self._where, self.index = [], [], 0
+        self._text, self._lines, self.matches, self.match = text, [], [], None
         if diagnosis is None:
             self.query_one("#evidence-title", Label).update("")
             self.query_one("#evidence-text", Static).update("No diagnosis selected.")
             return
         evidence = {(line.path, line.lineno) for line in diagnosis.evidence}
+        paths = list(dict.fromkeys(line.path for line in diagnosis.evidence))
         y = 0
-        for path in dict.fromkeys(line.path for line in diagnosis.evidence):
-            text.append(f"── {path}\n", style="bold cyan")
-            y += 1
+        for path in paths:
+            if len(paths) > 1:  # one file: the title line names it (it was said twice)
+                text.append(f"── {path}\n", style="bold cyan")
+                y += 1
             numbered = context.get(path) or [
                 (line.lineno, line.text) for line in diagnosis.evidence if line.path == path
             ]
@@ -319,12 +440,80 @@ class EvidenceView(VerticalScroll):
                     text.append(f" {lineno:>6} ", style="dim")
                     text.append(body + "\n")
                 y += 1
+        self._lines = text.plain.split("\n")
+        self._draw()
+        if self.pattern is not None:
+            self.search(self.pattern)
+        else:
+            self._title()
+            self.call_after_refresh(self.jump, 0)
+
+    def _draw(self) -> None:
+        """Put the text on screen, wrapped or not, with the search's matches marked."""
+        text = self._text.copy()
+        text.no_wrap = not self.wrap
+        if self.pattern is not None:
+            for number in self.matches:
+                start = sum(len(line) + 1 for line in self._lines[:number])
+                for match in self.pattern.finditer(self._lines[number]):
+                    text.stylize(MATCH_STYLE, start + match.start(), start + match.end())
+        self.set_class(self.wrap, "-wrap")
         self.query_one("#evidence-text", Static).update(text)
+
+    def toggle_wrap(self) -> None:
+        """Wrap long lines, or scroll them sideways (the default)."""
+        self.wrap = not self.wrap
+        self.set_class(self.wrap, "-wrap")
+        if not self._lines:  # nothing shown but a message
+            return
+        self._draw()
+        self.call_after_refresh(self._scroll_to_line, self._current_line())
+
+    def _current_line(self) -> int:
+        if self.match is not None and self.matches:
+            return self.matches[self.match]
+        return self._marks[self.index] if self._marks else 0
+
+    def _y(self, line: int) -> int:
+        """The row on screen of rendered line ``line`` (wrapped lines take several)."""
+        if not self.wrap:
+            return line
+        width = max(1, self.query_one("#evidence-text", Static).content_region.width)
+        return sum(max(1, math.ceil(cell_len(text) / width)) for text in self._lines[:line])
+
+    def _scroll_to_line(self, line: int) -> None:
+        self.scroll_to(y=max(0, self._y(line) - 3), animate=False)
+
+    def search(self, pattern: re.Pattern[str] | None) -> int:
+        """Mark the lines matching ``pattern`` and go to the first one from the top of the view;
+        returns how many lines match (None clears the search)."""
+        self.pattern = pattern
+        self.matches = (
+            [n for n, line in enumerate(self._lines) if pattern.search(line)] if pattern else []
+        )
+        self.match = None
+        if self._lines:
+            self._draw()
+        if self.matches:
+            self.step_match(0)
+        else:
+            self._title()
+        return len(self.matches)
+
+    def step_match(self, step: int) -> None:
+        """Go to the next (1) or previous (-1) match of the search."""
+        first = int(self.scroll_y) if self.match is None else 0
+        self.match = _next_match(self.matches, self.match, step, first)
+        if self.match is not None:
+            self._scroll_to_line(self.matches[self.match])
         self._title()
-        self.call_after_refresh(self.jump, 0)
 
     def _title(self) -> None:
-        if self._marks:
+        if self.pattern is not None:
+            where = f" {self.match + 1}/{len(self.matches)}" if self.match is not None else ""
+            label = f"/{self.pattern.pattern}: {len(self.matches)} matching line(s){where}"
+            label += "   (n/N: next/previous match, esc: end the search)"
+        elif self._marks:
             label = f"evidence {self.index + 1}/{len(self._marks)}  {self._where[self.index]}"
             label += "   (n/N: next/previous)"
         else:
@@ -336,7 +525,7 @@ class EvidenceView(VerticalScroll):
         if not self._marks:
             return
         self.index = (self.index + step) % len(self._marks)
-        self.scroll_to(y=max(0, self._marks[self.index] - 3), animate=False)
+        self._scroll_to_line(self._marks[self.index])
         self._title()
 
 
@@ -353,6 +542,48 @@ class TailView(Vertical):
         super().__init__(**kwargs)
         self.path: str | None = None
         self.waiting = 0
+        self.pattern: re.Pattern[str] | None = None
+        self.match: int | None = None
+        self.matches: list[int] = []
+
+    def search(self, pattern: re.Pattern[str] | None) -> int:
+        """Mark the lines matching ``pattern`` and go to the first one from the top of the
+        view (scrolling up pauses following); returns how many lines match."""
+        self.pattern = pattern
+        log = self.log_widget
+        log.highlighter = MatchHighlighter(pattern)
+        log.highlight = pattern is not None
+        log._render_line_cache.clear()  # the kept renders have the old marks
+        log.refresh()
+        self.match = None
+        self._find()
+        if self.matches:
+            self.step_match(0)
+        else:
+            self._title()
+        return len(self.matches)
+
+    def _find(self) -> None:
+        lines = self.log_widget.lines
+        pattern = self.pattern
+        self.matches = (
+            [n for n, line in enumerate(lines) if pattern.search(line)] if pattern else []
+        )
+
+    def step_match(self, step: int) -> None:
+        """Go to the next (1) or previous (-1) match (lines may have come in meanwhile)."""
+        log = self.log_widget
+        current = self.matches[self.match] if self.match is not None and self.matches else None
+        self._find()
+        if current is not None and current in self.matches:
+            self.match = self.matches.index(current)
+        elif current is not None:
+            self.match = None
+        first = int(log.scroll_y) if self.match is None else 0
+        self.match = _next_match(self.matches, self.match, step, first)
+        if self.match is not None:
+            log.scroll_to(y=max(0, self.matches[self.match] - 3), animate=False)
+        self._title()
 
     def compose(self) -> ComposeResult:
         """The header (file, following state) and the log."""
@@ -405,6 +636,10 @@ class TailView(Vertical):
             self.query_one("#tail-title", Label).update("Select a run or a file to follow it.")
             return
         title = Text(f"tail -F {self.path}  ")
+        if self.pattern is not None:
+            where = f" {self.match + 1}/{len(self.matches)}" if self.match is not None else ""
+            title.append(f"/{self.pattern.pattern}: {len(self.matches)} match(es){where} ", "bold")
+            title.append("(n/N, esc)  ", "dim")
         if self.waiting:
             title.append(f" ⏸ paused: {self.waiting} new line(s) below (G: follow) ", "reverse")
         else:
@@ -452,9 +687,9 @@ class FixPanel(VerticalScroll):
         if diagnosis is None:
             static.update("Select a diagnosis to see its fixes.")
             return
+        # The fixes first (the diagnosis' title is the row above it in the diagnoses table):
+        # at 80x24 the top fix and its lines fit without scrolling; the why comes after.
         text = Text()
-        text.append(f"{diagnosis.title}\n", style="bold")
-        text.append(f"{diagnosis.summary}\n\n")
         if not self.fixes:
             text.append("No fix is known for this diagnosis.\n", style="dim")
         for index, fix in enumerate(self.fixes):
@@ -467,6 +702,8 @@ class FixPanel(VerticalScroll):
                 text.append(f"     {line}\n", style="reverse" if picked else "")
             if fix.get("note"):
                 text.append(f"     {fix['note']}\n", style="dim")
+        text.append(f"\nWhy: {diagnosis.title}\n", style="bold")
+        text.append(f"{diagnosis.summary}\n")
         text.append("\n c: copy the picked fix   ]/[: next/previous fix   s: save report", "dim")
         static.update(text)
 
@@ -525,6 +762,8 @@ class Metrics(Horizontal):
         self.query_one("#speed-label", Label).update(
             f"it/s {number(speed[-1])}" if speed else "it/s: none logged"
         )
+        # Nothing to plot: the pane collapses and its rows go to the lists and details.
+        self.set_class(not loss and not speed, "-empty")
 
 
 HELP = """\
@@ -538,6 +777,7 @@ HELP = """\
 [b]Look[/b]
   e  evidence of the selected diagnosis          n / N  next / previous evidence line
   t  tail of the selected file (follows; scroll up to pause, G to follow again)
+  w  wrap long evidence lines, or scroll them sideways (←/→) as the tail does
   f  fixes                                       ] / \\[  next / previous fix
   r  probe result
 
@@ -547,7 +787,9 @@ HELP = """\
   p  run the selected diagnosis' probe in the background
 
 [b]Other[/b]
-  /  filter runs and files by name (esc clears)   ?  this help   q  quit
+  /  on the lists: filter runs and files by name; on the evidence or the tail: search
+     the log text (matches marked, n / N next / previous match; esc ends either)
+  ?  this help   q  quit
 
 Status: ✗ FAILED · ⧗ HANG? (progress stopped) · ▲ WARN (a trend) · ✓ ok
 """
