@@ -63,16 +63,20 @@ class _SynchronousHost(durable_engine.Host):
         """No timer thread: every action runs inside its assert (see the class docstring)."""
 
 
+#: One encoder for every fact: ``json.dumps`` with options builds a new encoder on each call,
+#: which cost more than the rules engine itself (benchmarks/README.md).
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def to_json(message: dict[str, Any]) -> str:
     """A flat fact as JSON the engine can read: its parser rejects exponents (``5e-05``), so
     floats are written in positional notation (``0.00005``)."""
+    if not any(isinstance(value, float) for value in message.values()):
+        return _encode(message)
     parts = []
     for key, value in message.items():
-        if isinstance(value, float):
-            text = format(Decimal(repr(value)), "f")
-        else:
-            text = json.dumps(value, ensure_ascii=False)
-        parts.append(f"{json.dumps(key, ensure_ascii=False)}:{text}")
+        text = format(Decimal(repr(value)), "f") if isinstance(value, float) else _encode(value)
+        parts.append(f"{_encode(key)}:{text}")
     return "{" + ",".join(parts) + "}"
 
 
@@ -226,11 +230,12 @@ class RuleSession:
             return []
         message = self._flagged(message)
         sid = str(message["sid"])
+        text = to_json(message)  # once, for every ruleset it goes to
         with self._lock:
             for name in self._sets_for(message):
                 # A fact no rule of a set cares about raises MessageNotHandledException: normal.
                 with contextlib.suppress(durable_engine.MessageNotHandledException):
-                    self._call(name, durable_rules_engine.assert_fact, message)
+                    self._call(name, durable_rules_engine.assert_fact, message, text)
             return self._firings.pop(sid, [])
 
     def _flagged(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -254,12 +259,16 @@ class RuleSession:
         return self._sets
 
     def _call(
-        self, name: str, operation: Callable[[Any, str], Any], message: dict[str, Any]
+        self,
+        name: str,
+        operation: Callable[[Any, str], Any],
+        message: dict[str, Any],
+        text: str,
     ) -> None:
-        """Run an engine operation on ``message`` in ruleset ``name`` and then the actions it
-        triggered, the way ``Host.assert_fact`` does, but with our own JSON encoding."""
+        """Run an engine operation on ``message`` (``text``: its :func:`to_json`) in ruleset
+        ``name`` and then the actions it triggered, the way ``Host.assert_fact`` does, but with
+        our own JSON encoding."""
         ruleset = self._host.get_ruleset(name)
-        text = to_json(message)
 
         def apply(_: Any) -> Any:
             return ruleset._handle_result(operation(ruleset._handle, text), message)
@@ -280,9 +289,10 @@ class RuleSession:
         if self._empty:
             return
         message = self._flagged(message)
+        text = to_json(message)
         with self._lock:
             for name in self._sets_for(message):
                 # A set that never kept the fact (no rule of it wanted it) has nothing to retract.
                 with contextlib.suppress(durable_engine.MessageNotHandledException, EngineError):
-                    self._call(name, durable_rules_engine.retract_fact, message)
+                    self._call(name, durable_rules_engine.retract_fact, message, text)
             self._firings.pop(str(message["sid"]), None)

@@ -136,8 +136,8 @@ def main() -> int:
         wheel = build(target, cppflags(target, optimised=not args.unoptimised), args.dest)
         if args.install:
             install(target, wheel)
-    except subprocess.CalledProcessError as error:
-        print(f"durable_wheel: pip failed with exit status {error.returncode}", file=sys.stderr)
+    except (subprocess.CalledProcessError, OSError) as error:
+        print(f"durable_wheel: {error}", file=sys.stderr)
         return 2
     print(wheel)
     return 0

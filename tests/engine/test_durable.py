@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 
 from crashcart.engine import durable
-from crashcart.engine.durable import RuleSession
+from crashcart.engine.durable import RuleSession, to_json
 from crashcart.engine.rules import load_file
 
 RULES = """\
@@ -139,6 +139,15 @@ def test_floats_in_exponent_notation_reach_the_engine(tmp_path: Path) -> None:
         "cuda_oom.without_alloc_conf"
     ]
     assert rules.assert_fact(fact(2, "config", key="lr", value=1e26)) == []
+
+
+def test_facts_are_encoded_once_compactly_with_floats_positional() -> None:
+    assert to_json({"kind": "config", "value": "größe", "id": 1, "ok": True, "none": None}) == (
+        '{"kind":"config","value":"größe","id":1,"ok":true,"none":null}'
+    )
+    assert to_json({"kind": "x", "lr": 5e-05, "big": 1e26, "name": "ü"}) == (
+        '{"kind":"x","lr":0.00005,"big":100000000000000000000000000,"name":"ü"}'
+    )
 
 
 def test_firing_a_rule_warns_nothing(tmp_path: Path) -> None:
