@@ -294,13 +294,19 @@ def main() -> None:
 
     seconds = measure_startup()
     table("TUI start-up (50 logs, until every file is listed)", ["seconds"], [[f"{seconds:.2f}"]])
-    from tui_load import measure_load
+    from tui_load import measure_load, measure_open
 
     load = measure_load()
     table(
         "TUI under load (200 files appended to; UI event-loop lag)",
         ["lines/s", "median ms", "p99 ms", "max ms"],
         [[f"{load[k]:.0f}" for k in ("lines_per_s", "median_ms", "p99_ms", "max_ms")]],
+    )
+    opened = measure_open()
+    table(
+        f"TUI opening the corpus ({opened['runs']} runs)",
+        ["first list s", "selected run analysed s", "all analysed s"],
+        [[f"{opened[k]:.2f}" for k in ("first_list_s", "selected_s", "analysed_s")]],
     )
 
 

@@ -777,7 +777,7 @@ HELP = """\
 [b]Look[/b]
   e  evidence of the selected diagnosis          n / N  next / previous evidence line
   t  tail of the selected file (follows; scroll up to pause, G to follow again)
-  w  wrap long evidence lines, or scroll them sideways (←/→) as the tail does
+  w  wrap long evidence lines (else they scroll sideways: ←/→)
   f  fixes                                       ] / \\[  next / previous fix
   r  probe result
 
@@ -787,8 +787,8 @@ HELP = """\
   p  run the selected diagnosis' probe in the background
 
 [b]Other[/b]
-  /  on the lists: filter runs and files by name; on the evidence or the tail: search
-     the log text (matches marked, n / N next / previous match; esc ends either)
+  /  lists: filter runs and files by name; evidence or tail: search the log text
+     (matches marked, n / N next / previous match; esc ends either)
   ?  this help   q  quit
 
 Status: ✗ FAILED · ⧗ HANG? (progress stopped) · ▲ WARN (a trend) · ✓ ok

@@ -67,6 +67,7 @@ async def test_slash_on_the_tail_finds_and_shows_the_match(runs_dir: Path) -> No
         line = tail.matches[tail.match]
         assert log.scroll_y <= line < log.scroll_y + log.scrollable_content_region.height
         assert "rank11" in screen_text(app)
+        assert log.max_scroll_x > 0  # the tail's long lines scroll sideways, not cut
 
 
 @async_test
