@@ -25,8 +25,21 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import durable_rules_engine
 import re2
+
+try:
+    import durable_rules_engine
+except ImportError as error:
+    if "PyEval_CallObject" not in str(error):
+        raise
+    # durable-rules 2.0.28 built as released for Python 3.13 by a GCC older than 14: it built,
+    # and fails here. Say how to rebuild it instead of leaving the symbol to be looked up.
+    raise ImportError(
+        f"{error}\ndurable-rules was built without its Python 3.13 fix; rebuild it with "
+        '`python tools/durable_wheel.py --install` in a crashcart checkout, or `CPPFLAGS="-O2 '
+        '-DNDEBUG -DPyEval_CallObject=PyObject_CallObject" pip install --no-cache-dir '
+        "--force-reinstall --no-deps durable-rules==2.0.28` (README: Set-up)"
+    ) from error
 from durable import engine as durable_engine
 
 from .rules import Condition, Rule

@@ -176,6 +176,7 @@ def test_a_crashcart_that_cannot_start_fails_every_cli_test(tmp_path: Path) -> N
         check=False,
     )
     assert result.returncode == 1  # the status of "diagnoses found": alone, it hides the crash
+    assert b"rebuild it with `python tools/durable_wheel.py --install`" in result.stderr
     with pytest.raises(pytest.fail.Exception, match="undefined symbol: PyEval_CallObject"):
         crashcart("analyze", str(EXAMPLE), env=broken, expected=[1])
     with pytest.raises(pytest.fail.Exception, match="expected one of \\[0\\]"):
