@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -220,12 +221,7 @@ def _unrecognised(fact: Fact, name: str, message: str, key: str) -> Diagnosis:
             f"fingerprint {key}, and consider contributing a rule (docs/rules.md)."
         ),
         evidence=list(fact.evidence),
-        fixes=[
-            {
-                "title": "See the facts crashcart extracted, to write a rule for this failure",
-                "command": f"crashcart analyze --facts {fact.line.path}",
-            }
-        ],
+        fixes=[_facts_fix(fact.line.path)],
         ranks=[fact.rank] if fact.rank is not None else [],
         reason=f"no rule matched this {fact.kind.replace('_', ' ')}",
         fingerprint=key,
@@ -234,6 +230,18 @@ def _unrecognised(fact: Fact, name: str, message: str, key: str) -> Diagnosis:
         if "while_handling_line" in fact.fields
         else [],
     )
+
+
+def _facts_fix(path: str) -> dict[str, str]:
+    """The command that shows the facts of ``path``, runnable as printed: a log read from stdin
+    (``<stdin>``) is piped in again, and a path is shell-quoted."""
+    title = "See the facts crashcart extracted, to write a rule for this failure"
+    if path == "<stdin>":
+        return {
+            "title": f"{title} (pipe the same log in again)",
+            "command": "crashcart analyze --facts -",
+        }
+    return {"title": title, "command": f"crashcart analyze --facts {shlex.quote(path)}"}
 
 
 PROBE_CONFIRMED_BONUS = 0.1
