@@ -129,6 +129,7 @@ class Analyzer:
 
     def diagnoses(self) -> list[Diagnosis]:
         """The ranked diagnoses so far."""
+        self.diagnoser.printed = dict(self.extractor.series.latest)
         return self.diagnoser.diagnoses(self.extractor.series.points_by_source)
 
     def report(self) -> Report:

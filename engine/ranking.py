@@ -38,6 +38,8 @@ _GOES_ON_LOGGING = {
     "overfitting",
     "hang",
 }
+#: Trends of a run that still goes on: never the reason a rank failed first.
+_TRENDS = {"loss_plateau", "slow_training", "memory_leak", "overfitting"}
 #: Exceptions that say how the run ended rather than why.
 _NOT_A_CAUSE = {"ChildFailedError", "KeyboardInterrupt", "SystemExit", "SignalException"}
 _VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?|'[^']*'|\"[^\"]*\"|/[\w./-]+")
@@ -74,6 +76,8 @@ def favour_first_failure(results: list[Diagnosis], facts: Iterable[Fact]) -> Non
         if f.kind == "process_exit" and f.fields.get("root_cause")
     } - {None}
     for diagnosis in results:
+        if diagnosis.category in _TRENDS:
+            continue  # a slow or flat run is not how a rank failed
         if first & set(diagnosis.ranks) and not diagnosis.explained_by:
             diagnosis.confidence = min(0.99, diagnosis.confidence + FIRST_FAILURE_BONUS)
             ranks = ", ".join(map(str, sorted(first)))
@@ -120,6 +124,35 @@ def drop_survived(
         if d.category in _GOES_ON_LOGGING
         or not d.evidence
         or not all((line.path, line.lineno) in handled for line in d.evidence)
+    ]
+
+
+def drop_skipped_nan(
+    results: list[Diagnosis], facts: Iterable[Fact], progress: Mapping[str, int]
+) -> list[Diagnosis]:
+    """Leave out what rests only on a non-finite value the run went past: one NaN (a skipped
+    step: fp16's scaler, a bad batch) that never persisted, after which the same file logged
+    ``SURVIVED_AFTER`` metric lines or more. Live, it shows until those lines arrive."""
+    facts = list(facts)
+    persisted = {
+        (fact.line.path, fact.fields.get("metric"))
+        for fact in facts
+        if fact.kind == "nonfinite_metric" and fact.fields.get("persisted")
+    }
+    skipped = {
+        (line.path, line.lineno)
+        for fact in facts
+        if fact.kind == "nonfinite_metric"
+        and (fact.line.path, fact.fields.get("metric")) not in persisted
+        and survived(fact, progress)
+        for line in fact.evidence
+    }
+    if not skipped:
+        return results
+    return [
+        d
+        for d in results
+        if not d.evidence or not all((line.path, line.lineno) in skipped for line in d.evidence)
     ]
 
 

@@ -35,6 +35,7 @@ import yaml
 
 from ..parsers.prefilter import PatternError, check_pattern
 from .facts import COMMON_FIELDS, FACT_KINDS
+from .fixes import FRAMEWORKS
 from .vocabulary import CATEGORIES
 
 RULE_KEYS = (
@@ -57,7 +58,7 @@ OPERATORS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "exists", "matches")
 #: specific: one wording family, precise fixes; vocabulary: a category recognised from the words
 #: of a message and its frames, ranked below every specific rule.
 TIERS = ("specific", "vocabulary")
-FIX_KEYS = ("title", "env", "set", "command", "code", "patch", "note")
+FIX_KEYS = ("title", "env", "set", "command", "code", "patch", "note", "frameworks")
 SETTINGS = (
     "micro_batch",
     "grad_accum",
@@ -509,6 +510,13 @@ class _Checker:
                     )
             if not any(k in fix for k in ("env", "set", "command", "code", "patch")):
                 self.error(fix.mark, "a fix needs one of env, set, command, code or patch")
+            for name in _as_list(fix.get("frameworks")):
+                if name not in FRAMEWORKS:
+                    self.error(
+                        self.key_mark(fix, "frameworks"),
+                        f"unknown framework {name!r}",
+                        _known(FRAMEWORKS),
+                    )
             for setting in fix.get("set", {}) or {}:
                 if setting not in SETTINGS:
                     self.error(
@@ -555,6 +563,12 @@ def _locate(start: Mark, needle: str) -> Mark:
         if column >= 0:
             return Mark(start.path, number, column + 1)
     return start
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
 
 
 def _known(names: Any) -> str:
