@@ -1,7 +1,7 @@
 """The pipeline, end to end and incremental: bytes in, ranked diagnoses out.
 
     >>> from crashcart import analyze
-    >>> report = analyze(["rules/examples/cuda_oom/fragmentation.log"])   # doctest: +SKIP
+    >>> report = analyze("rules/examples/cuda_oom/fragmentation.log")     # doctest: +SKIP
     >>> report.diagnoses[0].category                                       # doctest: +SKIP
     'cuda_oom'
 
@@ -27,6 +27,18 @@ from .parsers.prefilter import PatternError, Prefilter
 from .parsers.sources import Source, resolve
 
 SCHEMA_VERSION = 1
+
+#: One path, or several (any iterable of them).
+PathArg = str | Path
+PathsArg = PathArg | Iterable[PathArg]
+
+
+def as_paths(paths: PathsArg) -> list[str]:
+    """``paths`` as a list of path strings: a single ``str`` or ``Path`` is one path (a string
+    is an iterable of its characters, and ``"/"`` among them would read the whole disk)."""
+    if isinstance(paths, str | Path):
+        return [str(paths)]
+    return [str(path) for path in paths]
 
 
 class RuleBase:
@@ -59,9 +71,11 @@ class RuleBase:
             ) from None
 
     @classmethod
-    def load(cls, dirs: Iterable[Path] = (), disable: Iterable[str] = ()) -> RuleBase:
-        """Load the shipped rules plus ``dirs`` (raises ``RuleLoadError`` with every problem)."""
-        return cls(load_rules(list(dirs), tuple(disable)))
+    def load(cls, dirs: PathsArg = (), disable: str | Iterable[str] = ()) -> RuleBase:
+        """Load the shipped rules plus ``dirs``, one rule directory or file or several, ``str``
+        or ``Path`` (raises ``RuleLoadError`` with every problem); ``disable``: rule ids."""
+        disabled = (disable,) if isinstance(disable, str) else tuple(disable)
+        return cls(load_rules([Path(path) for path in as_paths(dirs)], disabled))
 
 
 def prefilter_errors(rule: Rule) -> list[RuleError]:
@@ -151,6 +165,7 @@ class Analyzer:
 
     def diagnoses(self) -> list[Diagnosis]:
         """The ranked diagnoses so far."""
+        self.diagnoser.printed = dict(self.extractor.series.latest)
         return self.diagnoser.diagnoses(self.extractor.series.points_by_source)
 
     def report(self) -> Report:
@@ -224,7 +239,8 @@ def analyze_sources(
         analyzer.close()
 
 
-def analyze(paths: Iterable[str | Path], rulebase: RuleBase | None = None) -> Report:
-    """Analyse files, gzip files, directories (one run) or ``-`` (stdin) as one run."""
-    sources = [source for path in paths for source in resolve(str(path))]
+def analyze(paths: PathsArg, rulebase: RuleBase | None = None) -> Report:
+    """Analyse one path or several as one run: files, gzip files, run directories, or ``-``
+    (stdin); each a ``str`` or a ``Path``. Raises ``InputError`` for a path that cannot be read."""
+    sources = [source for path in as_paths(paths) for source in resolve(path)]
     return analyze_sources(sources, rulebase)

@@ -296,13 +296,14 @@ def tui(
     rulebase = load_rulebase(rule_dirs) if custom.dirs or custom.disable else None
     from .tui import run_tui  # Textual loads only for this command
 
-    run_tui(
+    status = run_tui(
         directory,
         poll=True if poll else None,
         globs=glob or DEFAULT_GLOBS,
         rulebase=rulebase,
         hang_after=hang_after,
     )
+    sys.exit(status)  # 2 after an unexpected error in the UI, never 0
 
 
 @cli.command(

@@ -61,8 +61,14 @@ class Diagnoser:
         self.facts: dict[int, Fact] = {}
         self.hypotheses: dict[str, Hypothesis] = {}
         self.config: dict[str, Any] = {}
+        #: Settings the metric lines printed (``lr=0.116``): the current values fixes start from.
+        self.printed: dict[str, Any] = {}
         self._seq = 0
-        self._signatures: set[tuple[Any, ...]] = set()
+        self._signatures: dict[tuple[Any, ...], int] = {}  # -> the seq of the fact kept
+        #: seq -> evidence of the same fact read again from another file of the run (torchrun's
+        #: --tee console log and the rank's own log): evidence then reads the same whichever
+        #: file was read first (the CLI reads in name order, the live UI as bytes arrive).
+        self._copies: dict[int, list[LogLine]] = {}
         self._per_kind: Counter[str] = Counter()
         self.dropped = Counter[str]()
         self._closed = False
@@ -79,13 +85,18 @@ class Diagnoser:
             tuple(sorted(map(str, draft.fields.items()))),
         )
         if signature in self._signatures:
+            seq = self._signatures[signature]
+            if seq in self.facts and finding.evidence[:1] != self.facts[seq].evidence[:1]:
+                copies = self._copies.setdefault(seq, [])
+                if len(copies) < _EVIDENCE_LINES:
+                    copies.extend(finding.evidence)
             return []  # the same message printed again (logger + traceback, retries)
         if self._per_kind[draft.kind] >= MAX_FACTS_PER_KIND:
             self.dropped[draft.kind] += 1
             return []
-        self._signatures.add(signature)
         self._per_kind[draft.kind] += 1
         self._seq += 1
+        self._signatures[signature] = self._seq
         fact = Fact(
             draft.kind,
             draft.fields,
@@ -126,7 +137,7 @@ class Diagnoser:
             hypothesis.matches = [m for m in hypothesis.matches if not gone & {f.seq for f in m}]
             if not hypothesis.matches:
                 del self.hypotheses[rule_id]
-        self._signatures = {s for s in self._signatures if s[0] != kind}
+        self._signatures = {s: q for s, q in self._signatures.items() if s[0] != kind}
         return bool(gone)
 
     def close(self) -> None:
@@ -148,13 +159,15 @@ class Diagnoser:
         for hypothesis in _best_vocabulary(self.hypotheses.values()):
             by_category.setdefault(hypothesis.rule.category, []).append(hypothesis)
         handled = _handled_regions(self.facts.values())
-        results = [self._diagnosis(group, handled) for group in by_category.values()]
+        frames = _frames_by_message(self.facts.values(), self._copies)
+        results = [self._diagnosis(group, handled, frames) for group in by_category.values()]
         if all(fact.attempt == 1 for fact in self.facts.values()):
             for diagnosis in results:
                 diagnosis.attempts = []  # one attempt: nothing to tell apart
         ranking.link_causes(results, self._explains)
         ranking.favour_first_failure(results, self.facts.values())
         results = ranking.drop_survived(results, self.facts.values(), progress)
+        results = ranking.drop_skipped_nan(results, self.facts.values(), progress)
         results = ranking.drop_covered_vocabulary(results)
         results += ranking.unrecognised(results, self.facts.values(), progress)
         ranking.unknown_first_failure(results, self.facts.values())
@@ -164,19 +177,23 @@ class Diagnoser:
     def _explains(self, rule_id: str) -> list[str]:
         return self.session.rules[rule_id].explains
 
-    def _diagnosis(self, group: list[Hypothesis], handled: list[_Region]) -> Diagnosis:
+    def _diagnosis(
+        self, group: list[Hypothesis], handled: list[_Region], frames: _Frames
+    ) -> Diagnosis:
         group.sort(key=lambda h: (-h.rule.confidence, h.first_seq))
         best = group[0]
         rule = best.rule
         facts = best.matches[0]
         fields = self._fields(rule, facts)
-        fixes = [render_fix(spec, fields, self.config) for spec in rule.fixes]
+        printed = {**self.printed, **self.config}  # a setting echoed wins over a metric's value
+        rendered = [render_fix(spec, fields, printed) for spec in rule.fixes]
+        fixes = [fix for fix in rendered if fix is not None]
         all_facts = {f.seq: f for h in group for f in h.facts}
         ranks = sorted({f.rank for f in all_facts.values() if f.rank is not None})
         attempts = sorted({f.attempt for f in all_facts.values()})
         confidence = rule.confidence
         reason = f"rule {rule.id} matched"
-        repeats = len(best.matches)
+        repeats = _distinct_matches(best)
         if repeats > 1:
             confidence = min(0.99, confidence + 0.02 * min(repeats - 1, 5))
             reason += f" {repeats} times"
@@ -193,7 +210,7 @@ class Diagnoser:
             title=rule.title,
             confidence=confidence,
             summary=fill(rule.summary, fields),
-            evidence=_evidence(best),
+            evidence=_evidence(best, frames, self._copies),
             fixes=fixes,
             ranks=ranks,
             reason=reason,
@@ -265,13 +282,59 @@ def _words(rule: Rule, facts: list[Fact]) -> str:
     return ", ".join(words) or "its category's words"
 
 
-def _evidence(hypothesis: Hypothesis) -> list[LogLine]:
+#: (path, line of an exception's message) -> the frame line its traceback's evidence names.
+_Frames = dict[tuple[str, int], list[LogLine]]
+
+
+def _frames_by_message(
+    facts: Iterable[Fact], copies: Mapping[int, list[LogLine]] | None = None
+) -> _Frames:
+    """The frame (the user's own, see parsers.extract) of each exception's traceback, by the
+    lines of its message: a rule that matched the message line shows where it was raised."""
+    found: _Frames = {}
+    for fact in facts:
+        if fact.kind != "exception":
+            continue
+        for evidence in (fact.evidence, (copies or {}).get(fact.seq, [])):
+            frames = [line for line in evidence if line.text.lstrip().startswith("File ")]
+            for line in evidence:
+                if frames and line not in frames:
+                    found.setdefault((line.path, line.lineno), frames)
+    return found
+
+
+def _evidence(
+    hypothesis: Hypothesis,
+    frames: _Frames | None = None,
+    copies: Mapping[int, list[LogLine]] | None = None,
+) -> list[LogLine]:
     lines: dict[tuple[str, int], LogLine] = {}
     for fact in hypothesis.facts:
-        for line in fact.evidence:
+        for line in [*fact.evidence, *(copies or {}).get(fact.seq, [])]:
             lines.setdefault((line.path, line.lineno), line)
+    for key in list(lines):
+        for frame in (frames or {}).get(key, []):
+            lines.setdefault((frame.path, frame.lineno), frame)
     ordered = sorted(lines.values(), key=lambda line: (line.path, line.lineno))
-    return ordered[:_EVIDENCE_LINES]
+    # One event, two files: torchrun's --tee copies each rank's lines into the console log, and
+    # a run directory holds both. A line is listed once, from the first file by name.
+    first_path: dict[tuple[int | None, str], str] = {}
+    kept = []
+    for line in ordered:
+        key = (line.rank, line.text.strip())
+        if first_path.setdefault(key, line.path) == line.path:
+            kept.append(line)
+    return kept[:_EVIDENCE_LINES]
+
+
+def _distinct_matches(hypothesis: Hypothesis) -> int:
+    """How many times the rule matched, an event read from two files of the run counted once."""
+    return len(
+        {
+            tuple((f.kind, f.rank, f.line.text.strip()) for f in match)
+            for match in hypothesis.matches
+        }
+    )
 
 
 #: (path, interrupted line, first line, last line): the lines of an exception raised while

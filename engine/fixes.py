@@ -37,8 +37,8 @@ SETTINGS: dict[str, dict[str, tuple[str, str]]] = {
     },
     "eval_batch": {
         "hf": ("per_device_eval_batch_size", "--per_device_eval_batch_size {v}"),
-        "lightning": ("batch_size", "val DataLoader(val_dataset, batch_size={v})"),
-        "pytorch": ("batch_size", "eval DataLoader(eval_dataset, batch_size={v})"),
+        "lightning": ("batch_size", "val_loader = DataLoader(val_dataset, batch_size={v})"),
+        "pytorch": ("batch_size", "eval_loader = DataLoader(eval_dataset, batch_size={v})"),
     },
     "grad_accum": {
         "hf": ("gradient_accumulation_steps", "--gradient_accumulation_steps {v}"),
@@ -49,10 +49,13 @@ SETTINGS: dict[str, dict[str, tuple[str, str]]] = {
         "deepspeed": ("gradient_accumulation_steps", '"gradient_accumulation_steps": {v}'),
         "lightning": ("accumulate_grad_batches", "Trainer(accumulate_grad_batches={v})"),
         "kohya": ("gradient_accumulation_steps", "gradient_accumulation_steps = {v}"),
-        "megatron": ("global-batch-size", "--global-batch-size = micro-batch-size × {v} × DP size"),
+        "megatron": (
+            "global-batch-size",
+            "--global-batch-size $((MICRO_BATCH_SIZE * {v} * DATA_PARALLEL_SIZE))",
+        ),
         "pytorch": (
             "accumulation steps",
-            "loss = loss / {v}; loss.backward(); step the optimizer every {v} micro-batches",
+            "loss = loss / {v}; loss.backward()  # optimizer.step() every {v} micro-batches",
         ),
     },
     "gradient_checkpointing": {
@@ -168,6 +171,15 @@ def _show(value: Any) -> Any:
     return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "…"
 
 
+def _exact(value: Any) -> Any:
+    """A setting's value as the log printed it (``0.116``, ``5e-05``): never rounded to a
+    number the log did not show."""
+    if isinstance(value, float):
+        text = f"{value:.4g}"
+        return text if any(c in text for c in ".en") else f"{text}.0"  # 1.0, not 1
+    return value
+
+
 def _relative(op: str, current: Any, setting: str) -> Any:
     if not isinstance(current, (int, float)) or isinstance(current, bool):
         return None
@@ -189,45 +201,58 @@ def _setting_form(setting: str, framework: str) -> tuple[str, str]:
     )
 
 
-_DEFAULTS = {"grad_accum": 1}
-_PHRASES = {"half": "halve", "double": "double", "tenth": "divide by 10"}
+#: What to do to a value the log did not print, said in words (the title carries it: a number
+#: the log never showed is never made up, and code shows only code).
+_PHRASES = {
+    "half": "halve the current value of {name}",
+    "double": "double the current value of {name}",
+    "tenth": "divide the current value of {name} by 10",
+}
 
 
 def render_fix(
     spec: dict[str, Any], fields: dict[str, Any], config: dict[str, Any]
-) -> dict[str, Any]:
-    """Render one rule fix for the run's framework and configuration."""
+) -> dict[str, Any] | None:
+    """Render one rule fix for the run's framework and configuration (the values the log
+    printed); None when the fix is for other frameworks than the log's."""
     framework = config.get("framework", "pytorch")
+    if spec.get("frameworks") and framework not in spec["frameworks"]:
+        return None
     fix: dict[str, Any] = {"title": fill(spec["title"], fields)}
     if "set" in spec:
-        lines, changes = [], []
+        lines, changes, prose = [], [], []
         new_values: dict[str, Any] = {}
         for setting, wanted in spec["set"].items():
             name, form = _setting_form(setting, framework)
-            current = config.get(setting, _DEFAULTS.get(setting))
+            current = config.get(setting)
             if wanted in _PHRASES:
                 value = _relative(wanted, current, setting)
                 if value is None:
-                    lines.append(form.replace("{v}", f"<{_PHRASES[wanted]} the current value>"))
-                    changes.append(f"{_PHRASES[wanted]} {name}")
+                    prose.append(_PHRASES[wanted].format(name=name))
                     continue
-                changes.append(f"{name} {_show(current)} → {_show(value)}")
+                changes.append(f"{name} {_exact(current)} → {_exact(value)}")
             else:
                 value = fill(str(wanted), fields) if isinstance(wanted, str) else wanted
                 if isinstance(value, bool):
                     pass  # the rendered form says it all (--gradient_checkpointing)
                 elif current is not None and current != value:
-                    changes.append(f"{name} {_show(current)} → {_show(value)}")
+                    changes.append(f"{name} {_exact(current)} → {_exact(value)}")
                 else:
-                    changes.append(f"{name} = {_show(value)}")
+                    changes.append(f"{name} = {_exact(value)}")
             new_values[setting] = value
-            lines.append(form.replace("{v}", str(_show(value))))
-        fix["patch"] = "\n".join(lines) if framework not in ("hf", "megatron") else " ".join(lines)
+            lines.append(form.replace("{v}", str(_exact(value))))
+        if prose:
+            them = "them" if len(prose) > 1 else "it"
+            fix["title"] += f" ({'; '.join(prose)}: the log does not print {them})"
+        if lines:
+            joined = " ".join(lines) if framework in ("hf", "megatron") else "\n".join(lines)
+            fix["patch"] = joined
         note = ", ".join(changes)
         batch, accum = new_values.get("micro_batch"), new_values.get("grad_accum")
         if isinstance(batch, int) and isinstance(accum, int):
             note += f": the effective batch per device stays {batch * accum}"
-        fix["change"] = note
+        if note:
+            fix["change"] = note
         fix["framework"] = framework
     if "env" in spec:
         fix["env"] = {k: fill(str(v), fields) for k, v in spec["env"].items()}

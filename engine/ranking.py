@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -38,6 +39,8 @@ _GOES_ON_LOGGING = {
     "overfitting",
     "hang",
 }
+#: Trends of a run that still goes on: never the reason a rank failed first.
+_TRENDS = {"loss_plateau", "slow_training", "memory_leak", "overfitting"}
 #: Exceptions that say how the run ended rather than why.
 _NOT_A_CAUSE = {"ChildFailedError", "KeyboardInterrupt", "SystemExit", "SignalException"}
 _VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?|'[^']*'|\"[^\"]*\"|/[\w./-]+")
@@ -74,6 +77,8 @@ def favour_first_failure(results: list[Diagnosis], facts: Iterable[Fact]) -> Non
         if f.kind == "process_exit" and f.fields.get("root_cause")
     } - {None}
     for diagnosis in results:
+        if diagnosis.category in _TRENDS:
+            continue  # a slow or flat run is not how a rank failed
         if first & set(diagnosis.ranks) and not diagnosis.explained_by:
             diagnosis.confidence = min(0.99, diagnosis.confidence + FIRST_FAILURE_BONUS)
             ranks = ", ".join(map(str, sorted(first)))
@@ -120,6 +125,35 @@ def drop_survived(
         if d.category in _GOES_ON_LOGGING
         or not d.evidence
         or not all((line.path, line.lineno) in handled for line in d.evidence)
+    ]
+
+
+def drop_skipped_nan(
+    results: list[Diagnosis], facts: Iterable[Fact], progress: Mapping[str, int]
+) -> list[Diagnosis]:
+    """Leave out what rests only on a non-finite value the run went past: one NaN (a skipped
+    step: fp16's scaler, a bad batch) that never persisted, after which the same file logged
+    ``SURVIVED_AFTER`` metric lines or more. Live, it shows until those lines arrive."""
+    facts = list(facts)
+    persisted = {
+        (fact.line.path, fact.fields.get("metric"))
+        for fact in facts
+        if fact.kind == "nonfinite_metric" and fact.fields.get("persisted")
+    }
+    skipped = {
+        (line.path, line.lineno)
+        for fact in facts
+        if fact.kind == "nonfinite_metric"
+        and (fact.line.path, fact.fields.get("metric")) not in persisted
+        and survived(fact, progress)
+        for line in fact.evidence
+    }
+    if not skipped:
+        return results
+    return [
+        d
+        for d in results
+        if not d.evidence or not all((line.path, line.lineno) in skipped for line in d.evidence)
     ]
 
 
@@ -231,12 +265,7 @@ def _unrecognised(fact: Fact, name: str, message: str, key: str) -> Diagnosis:
             f"fingerprint {key}, and consider contributing a rule (docs/rules.md)."
         ),
         evidence=list(fact.evidence),
-        fixes=[
-            {
-                "title": "See the facts crashcart extracted, to write a rule for this failure",
-                "command": f"crashcart analyze --facts {fact.line.path}",
-            }
-        ],
+        fixes=[_facts_fix(fact.line.path)],
         ranks=[fact.rank] if fact.rank is not None else [],
         reason=f"no rule matched this {fact.kind.replace('_', ' ')}",
         fingerprint=key,
@@ -245,6 +274,18 @@ def _unrecognised(fact: Fact, name: str, message: str, key: str) -> Diagnosis:
         if "while_handling_line" in fact.fields
         else [],
     )
+
+
+def _facts_fix(path: str) -> dict[str, str]:
+    """The command that shows the facts of ``path``, runnable as printed: a log read from stdin
+    (``<stdin>``) is piped in again, and a path is shell-quoted."""
+    title = "See the facts crashcart extracted, to write a rule for this failure"
+    if path == "<stdin>":
+        return {
+            "title": f"{title} (pipe the same log in again)",
+            "command": "crashcart analyze --facts -",
+        }
+    return {"title": title, "command": f"crashcart analyze --facts {shlex.quote(path)}"}
 
 
 PROBE_CONFIRMED_BONUS = 0.1

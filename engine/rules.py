@@ -41,6 +41,7 @@ from yaml.resolver import Resolver
 from ..parsers.prefilter import PatternError, check_pattern
 from . import placeholders
 from .facts import COMMON_FIELDS, FACT_KINDS
+from .fixes import FRAMEWORKS
 from .rulesource import SourceError, SourceText, read_source
 from .vocabulary import CATEGORIES
 
@@ -64,7 +65,7 @@ OPERATORS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "exists", "matches")
 #: specific: one wording family, precise fixes; vocabulary: a category recognised from the words
 #: of a message and its frames, ranked below every specific rule.
 TIERS = ("specific", "vocabulary")
-FIX_KEYS = ("title", "env", "set", "command", "code", "patch", "note")
+FIX_KEYS = ("title", "env", "set", "command", "code", "patch", "note", "frameworks")
 SETTINGS = (
     "micro_batch",
     "grad_accum",
@@ -753,6 +754,13 @@ class _Checker:
                     )
             if not any(k in fix for k in ("env", "set", "command", "code", "patch")):
                 self.error(fix.mark, "a fix needs one of env, set, command, code or patch")
+            for name in _as_list(fix.get("frameworks")):
+                if not isinstance(name, str) or name not in FRAMEWORKS:
+                    self.error(
+                        self.key_mark(fix, "frameworks"),
+                        f"unknown framework {_brief(name)}",
+                        _known(FRAMEWORKS),
+                    )
             for key in ("env", "set"):
                 values = fix.get(key, {})
                 if not isinstance(values, dict):
@@ -871,6 +879,12 @@ def _locate(start: Mark, needle: str) -> Mark:
         return start
     line, column = source.position(found)
     return Mark(start.path, line, column, source)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
 
 
 def _known(names: Any) -> str:

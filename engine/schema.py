@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from .facts import COMMON_FIELDS, FACT_KINDS
+from .fixes import FRAMEWORKS
 from .rules import (
     FIX_KEYS,
     MAX_CONDITIONS,
@@ -110,8 +111,16 @@ def build_schema() -> dict[str, Any]:
             "code": text,
             "patch": text,
             "note": text,
+            "frameworks": {
+                "type": "array",
+                "items": {"enum": list(FRAMEWORKS)},
+                "description": "show this fix only for logs of these frameworks (flags of one "
+                "trainer, such as --save_total_limit)",
+            },
         },
-        "anyOf": [{"required": [key]} for key in FIX_KEYS if key not in ("title", "note")],
+        "anyOf": [
+            {"required": [key]} for key in FIX_KEYS if key not in ("title", "note", "frameworks")
+        ],
     }
     conditions = {
         "type": "array",

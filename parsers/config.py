@@ -24,7 +24,7 @@ TRIGGERS = {
         r"|\[deepspeed\]|deepspeed\.|GPU available: (?:True|False)|LOCAL_RANK: \d+ - CUDA_VISIBLE"
         r"|pytorch_lightning|lightning\.pytorch|Distributed environment: |Mixed precision type: "
         r"|running training / |train_network\.py|sdxl_train|num train images \* repeats"
-        r"|using world size: \d+|megatron"
+        r"|using world size: \d+|megatron|log_dist\]|_checkpoint_engine\.py:|ds_accelerator"
     ),
     "config_value": (
         r"(?i)batch[_ ]size|gradient[_ ]accumulation|accumulate_grad_batches|mixed[_ ]precision"
@@ -36,7 +36,14 @@ TRIGGERS = {
 
 _FRAMEWORK_MARKERS = [
     ("kohya", re.compile(r"running training / |train_network\.py|sdxl_train|num train images \*")),
-    ("deepspeed", re.compile(r"DeepSpeed info: version|\[deepspeed\]|deepspeed\.|DeepSpeedEngine")),
+    (
+        "deepspeed",
+        re.compile(
+            r"DeepSpeed info: version|\[deepspeed\]|deepspeed\.|DeepSpeedEngine"
+            # its logger's own records: [logging.py:96:log_dist], checkpoint engine, accelerator
+            r"|log_dist\]|_checkpoint_engine\.py:|ds_accelerator"
+        ),
+    ),
     ("megatron", re.compile(r"(?i)megatron|using world size: \d+")),
     ("lightning", re.compile(r"GPU available: |LOCAL_RANK: \d+ - CUDA_VISIBLE|lightning")),
     ("accelerate", re.compile(r"Distributed environment: |Mixed precision type: ")),
@@ -81,7 +88,15 @@ _VALUES: list[tuple[str, re.Pattern[str], str | None]] = [
         re.compile(r"\bprecision\s*=\s*['\"]?(?P<value>16-mixed|bf16-mixed|16|bf16|32)"),
         "lightning",
     ),
-    ("alloc_conf", re.compile(r"PYTORCH_CUDA_ALLOC_CONF\s*[=:]\s*['\"]?(?P<value>[\w:,.]+)"), None),
+    # Not the advice the OOM message itself gives ("try setting PYTORCH_CUDA_ALLOC_CONF=..."):
+    # that is PyTorch's suggestion, not the run's setting.
+    (
+        "alloc_conf",
+        re.compile(
+            r"(?<!setting )(?<!set )PYTORCH_CUDA_ALLOC_CONF\s*[=:]\s*['\"]?(?P<value>[\w:,.]+)"
+        ),
+        None,
+    ),
     ("world_size", re.compile(r"(?i)\bworld[_ ]size\s*[=:]?\s*" + _INT), None),
 ]
 

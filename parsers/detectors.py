@@ -123,6 +123,9 @@ class SeriesTracker:
         self._nonfinite_streak: Counter[str] = Counter()
         self._persisted: set[str] = set()
         self._last_nonfinite: dict[str, tuple[float, LogLine | None]] = {}
+        #: The latest value of each setting a metric line printed (``lr``): what a fix that
+        #: changes it starts from.
+        self.latest: dict[str, float] = {}
 
     def observe(
         self, metrics: dict[str, float], line: LogLine | None = None, time: float | None = None
@@ -137,6 +140,9 @@ class SeriesTracker:
                 return []
         if "step" in metrics:
             self.last_step = metrics["step"]
+        lr = metrics.get("lr")
+        if lr is not None and math.isfinite(lr) and lr > 0:
+            self.latest["lr"] = lr
         drafts = []
         scale = metrics.get("loss_scale")
         if scale is not None and math.isfinite(scale):

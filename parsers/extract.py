@@ -891,8 +891,8 @@ def _safe_parse(module: ModuleType, text: str) -> list[Draft]:
 def _traceback_evidence(
     lines: list[LogLine], final: traceback.ExceptionInfo, bare: bool = False
 ) -> list[LogLine]:
-    """The innermost frame and the final exception's message lines (for an exception found
-    without a traceback, every line of its block)."""
+    """The user's innermost frame and the final exception's message lines (for an exception
+    found without a traceback, every line of its block)."""
     if not lines:
         return []
     if bare:
@@ -904,9 +904,15 @@ def _traceback_evidence(
         if final.qualname in text and first_message_line[:40] in text:
             start = index
             break
-    frames = [i for i in range(start) if lines[i].text.lstrip().startswith("File ")][
-        -_EVIDENCE_FRAMES:
+    frames = [i for i in range(start) if lines[i].text.lstrip().startswith("File ")]
+    # The user's own innermost frame (train.py:88), not the library's that raised; the
+    # innermost frame when every frame is a library's.
+    own = [
+        i
+        for i in frames
+        if not traceback.is_library_file(traceback.frame_file(lines[i].text) or "")
     ]
+    frames = (own or frames)[-_EVIDENCE_FRAMES:]
     message = []
     for line in lines[start:]:
         text = line.text.strip()

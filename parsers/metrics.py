@@ -44,7 +44,10 @@ _PAIR = re.compile(
     re.IGNORECASE,
 )
 _PROGRESS = re.compile(r"\|\s*(?P<step>\d+)/(?P<total>\d+)\s*\[")
-_RATE = re.compile(r"(?P<rate>\d+(?:\.\d+)?)\s?(?P<unit>it/s|s/it)\b")
+#: ``30.2it/s`` (tqdm), but not the number before a key ``it/s 5.1``: that one is the key's.
+_RATE = re.compile(r"(?P<rate>\d+(?:\.\d+)?)\s?(?P<unit>it/s|s/it)\b(?!\s*[:=]?\s*\d)")
+#: ``it/s 5.1``, ``it/s: 5.1``, ``s/it=0.2``: the unit as a key, its value after it.
+_RATE_KEY = re.compile(r"(?<![\w.])(?P<unit>it/s|s/it)\s*[:=]?\s*(?P<rate>\d+(?:\.\d+)?)")
 _SAMPLES = re.compile(
     r"(?P<rate>\d+(?:\.\d+)?)\s?(?:samples|tokens|tok)/s(?:ec)?\b|SamplesPerSec=(?P<rate2>\d+(?:\.\d+)?)"
 )
@@ -174,7 +177,7 @@ def parse_metrics(text: str) -> dict[str, float]:
 
 def _rates_and_memory(text: str, found: dict[str, float]) -> None:
     """Throughput (``it_s``, with ``bar_total`` naming its progress bar) and ``memory_gib``."""
-    rate = _RATE.search(text)
+    rate = _RATE_KEY.search(text) or _RATE.search(text)
     if rate:
         value = float(rate["rate"])
         found["it_s"] = value if rate["unit"] == "it/s" else (1 / value if value else 0.0)

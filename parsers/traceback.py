@@ -154,6 +154,29 @@ class Traceback:
         return [f for exc in [*self.chain, self.final] for f in exc.frames]
 
 
+#: Files that are not the user's code: installed packages, the standard library, an interpreter's
+#: frozen or generated modules, and torch's own tree (a source build, or a pasted relative path).
+_LIBRARY_FILE = re.compile(
+    r"[/\\](?:site|dist)-packages[/\\]"
+    r"|[/\\]lib(?:64)?[/\\]python\d[\d.]*[/\\]"
+    r"|[/\\]Lib[/\\]"
+    r"|^<[^>]*>$"
+    r"|(?:^|[/\\])torch[/\\](?:nn|autograd|utils|distributed|_dynamo|_inductor|optim|cuda|amp|serialization\.py|_tensor\.py|functional\.py)"
+)
+_FRAME_FILE = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+')
+
+
+def is_library_file(path: str) -> bool:
+    """Whether a frame's file belongs to an installed library or Python itself, not the user."""
+    return bool(_LIBRARY_FILE.search(path))
+
+
+def frame_file(text: str) -> str | None:
+    """The file a ``File "...", line N`` frame line names, or None for any other line."""
+    match = _FRAME_FILE.match(text)
+    return match["file"] if match else None
+
+
 def is_exception_line(text: str) -> bool:
     """Whether ``text`` looks like the final ``Type: message`` line of a traceback."""
     if not text or text[0].isspace():

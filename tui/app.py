@@ -113,6 +113,8 @@ class CrashcartApp(App[None]):
         self.directory = str(directory)
         self.clock = clock
         self.report_dir = Path(report_dir) if report_dir is not None else None
+        #: The unexpected error that ended the app, if one did (see :func:`run_tui`).
+        self.crash: BaseException | None = None
         self.model = Model(
             [self.directory],
             self.post_message,
@@ -329,8 +331,8 @@ class CrashcartApp(App[None]):
     @_while_mounted
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """A diagnosis was highlighted: show its evidence, fixes and probe."""
-        if event.data_table.id != "diagnoses":
-            return
+        if event.data_table.id != "diagnoses" or event.row_key is None:
+            return  # no row key: the cursor moved in an empty table
         rule = (event.row_key.value or "").partition(":")[2]
         if rule != self.selected_rule:
             self.selected_rule = rule
@@ -568,6 +570,11 @@ class CrashcartApp(App[None]):
         elif self.focused is not None:
             self.screen.maximize(self.focused)
 
+    def _handle_exception(self, error: Exception) -> None:
+        """Keep the error that ends the app, so ``run_tui`` can name it and exit non-zero."""
+        self.crash = self.crash or error
+        super()._handle_exception(error)
+
     def action_quit(self) -> None:  # type: ignore[override]
         """Stop following and leave."""
         self.model.stop()
@@ -581,7 +588,23 @@ def run_tui(
     globs: Sequence[str] = DEFAULT_GLOBS,
     rulebase: RuleBase | None = None,
     hang_after: float = 300.0,
-) -> None:
+) -> int:
     """Run the TUI on ``directory`` until the person quits (``rulebase`` None: the shipped
-    rules, loaded in the background)."""
-    CrashcartApp(directory, poll=poll, globs=globs, rulebase=rulebase, hang_after=hang_after).run()
+    rules, loaded in the background); return the process exit status (0: quit, 2: crashed)."""
+    app = CrashcartApp(directory, poll=poll, globs=globs, rulebase=rulebase, hang_after=hang_after)
+    app.run()
+    return exit_status(app)
+
+
+def exit_status(app: CrashcartApp) -> int:
+    """0 when the app was quit; else one line on stderr naming the error (Textual prints its
+    traceback above it) and 2, so an error never passes for a normal exit."""
+    if not app.return_code and app.crash is None:
+        return 0
+    error = app.crash
+    what = f"{type(error).__name__}: {error}" if error is not None else "the UI stopped"
+    print(
+        f"crashcart: internal error in the TUI: {what} (traceback above; please report it)",
+        file=sys.stderr,
+    )
+    return 2

@@ -315,7 +315,7 @@ class RunsTable(VimTable):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """Tell the app what is selected."""
-        key = event.row_key.value or ""
+        key = (event.row_key.value if event.row_key is not None else None) or ""
         kind, _, name = key.partition(":")
         if kind == "run":
             self.post_message(self.Picked(name, None))
