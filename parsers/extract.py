@@ -224,13 +224,40 @@ class Extractor:
         cut = buf.rfind(b"\n") + 1
         rest = buf[cut:]
         if len(rest) > MAX_LINE_BYTES:
-            state.overlong_head, state.overlong_dropped = rest[:MAX_LINE_BYTES], len(rest)
+            state.overlong_head = rest[:MAX_LINE_BYTES]
+            state.overlong_dropped = len(rest) - MAX_LINE_BYTES
             state.pending = b""
         else:
             state.pending = rest
         if cut:
-            self._scan(state, buf, out, limit=cut)
+            self._scan_whole_lines(state, buf, cut, out)
         return out
+
+    def _scan_whole_lines(
+        self, state: _SourceState, buf: bytes, cut: int, out: list[Finding]
+    ) -> None:
+        """Scan ``buf[:cut]``, whole lines; a line over MAX_LINE_BYTES in it is read exactly as
+        one that arrived over several chunks (its head only, see _finish_overlong), so that
+        what is found never depends on where the chunks were cut."""
+        start = pos = 0
+        while pos + MAX_LINE_BYTES < cut:
+            # The last newline within MAX_LINE_BYTES + 1 bytes of a line's start: none means
+            # the line is too long. Steps of up to 64 KiB: a few calls per MiB.
+            newline = buf.rfind(b"\n", pos, pos + MAX_LINE_BYTES + 1)
+            if newline >= 0:
+                pos = newline + 1
+                continue
+            end = buf.find(b"\n", pos)  # < cut: buf[:cut] ends with a newline
+            if pos > start:
+                self._scan(state, buf[start:pos], out)
+            state.overlong_head = buf[pos : pos + MAX_LINE_BYTES]
+            state.overlong_dropped = end - pos - MAX_LINE_BYTES
+            self._finish_overlong(state, out)
+            start = pos = end + 1
+        if start == 0:
+            self._scan(state, buf, out, limit=cut)
+        elif start < cut:
+            self._scan(state, buf[start:cut], out)
 
     def finish(self, source: str | None = None) -> list[Finding]:
         """End of input for one source (or all): flush partial lines and open blocks."""
@@ -286,7 +313,10 @@ class Extractor:
         return out
 
     def _finish_overlong(self, state: _SourceState, out: list[Finding]) -> None:
-        head, total = state.overlong_head or b"", state.overlong_dropped + MAX_LINE_BYTES
+        head, total = (
+            state.overlong_head or b"",
+            state.overlong_dropped + len(state.overlong_head or b""),
+        )
         state.overlong_head, state.overlong_dropped = None, 0
         state.stats.truncated_lines += 1
         # The head alone goes through the prefilter; the marker says how much was cut.
