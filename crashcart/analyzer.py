@@ -21,7 +21,7 @@ from .engine.diagnose import Diagnoser, Hypothesis
 from .engine.diagnosis import Diagnosis
 from .engine.durable import RuleSession, line_pattern_id
 from .engine.rules import Rule, RuleError, RuleLoadError, load_rules
-from .parsers.base import Draft
+from .parsers.base import Draft, ParserErrors
 from .parsers.extract import Extractor, Finding, build_rule_prefilter
 from .parsers.prefilter import PatternError, Prefilter
 from .parsers.sources import Source, resolve
@@ -160,8 +160,17 @@ class Analyzer:
         for finding in findings:
             if finding.progress is None and finding.evidence:  # found at the end of its file
                 finding.progress = progress[finding.evidence[-1].path]
-            touched.extend(self.diagnoser.add(finding))
+            try:
+                touched.extend(self.diagnoser.add(finding))
+            except Exception as error:  # one fact must not end the run: counted and reported
+                where = finding.evidence[0].location() if finding.evidence else ""
+                self.extractor.errors.record(f"engine ({finding.draft.kind})", error, where)
         return touched
+
+    @property
+    def errors(self) -> ParserErrors:
+        """What a parser or the engine raised on this run's lines (contained and counted)."""
+        return self.extractor.errors
 
     def diagnoses(self) -> list[Diagnosis]:
         """The ranked diagnoses so far."""
@@ -181,6 +190,8 @@ class Analyzer:
             "facts": len(self.diagnoser.facts),
             "facts_dropped": sum(self.diagnoser.dropped.values()),
             "prefilter": self.extractor.prefilter.engine,
+            # Errors a parser raised on a line, contained: the line was skipped, nothing else.
+            "parse_errors": self.extractor.errors.count,
             "seconds": round(time.monotonic() - self.started, 3),
         }
         facts = [
@@ -189,6 +200,8 @@ class Analyzer:
         ]
         for fact in facts:
             del fact["sid"], fact["id"]
+        if self.extractor.errors.count:
+            stats["parse_error_examples"] = list(self.extractor.errors.examples)
         return Report(inputs, stats, self.diagnoses(), dict(self.diagnoser.config), facts)
 
     def probe(self, report: Report) -> Report:
@@ -215,6 +228,15 @@ class Analyzer:
     def close(self) -> None:
         """Release the run's state in the rules engine."""
         self.diagnoser.close()
+
+
+def errors_warning(count: int, examples: list[str]) -> str:
+    """The one stderr line about ``count`` contained errors (see :class:`ParserErrors`)."""
+    first = examples[0] if examples else "?"
+    return (
+        f"crashcart: warning: {count} error(s) while reading log lines were skipped"
+        f" (first: {first}); the rest of the analysis stands. Please report this as a bug."
+    )
 
 
 def analyze_sources(

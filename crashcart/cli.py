@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .analyzer import RuleBase, analyze_sources
+from .analyzer import RuleBase, analyze_sources, errors_warning
 from .engine.diagnosis import Diagnosis
 from .engine.rules import RuleError, RuleLoadError, shipped_rules_dir
 from .evaluate import CorpusError, evaluate, summary, to_json
@@ -172,6 +172,9 @@ def analyze(
         report = analyze_sources(sources, rulebase, probe=run_probes)
     except InputError as error:
         fail(str(error))
+    if report.stats.get("parse_errors"):
+        count, examples = report.stats["parse_errors"], report.stats["parse_error_examples"]
+        click.echo(errors_warning(count, examples), err=True)
     found = EXIT_FOUND if report.diagnoses else EXIT_CLEAN
     if quiet and output is None:
         sys.exit(found)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from .analyzer import Analyzer, RuleBase
+from .analyzer import Analyzer, RuleBase, errors_warning
 from .engine.diagnosis import Diagnosis
 from .parsers.base import Draft
 from .parsers.extract import Finding
@@ -57,6 +57,7 @@ class _Run:
     points: int = 0
     hang_suspected: bool = False
     concluded_at: float = 0.0
+    errors_warned: bool = False
 
 
 class Watcher:
@@ -86,6 +87,7 @@ class Watcher:
         self.exec_command = exec_command
         self.exec_timeout = exec_timeout
         self.runs: dict[str, _Run] = {}
+        self._failures: set[str] = set()
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=16)  # at most 16 MiB waiting
         self._stop = threading.Event()
         self._stdin = use_stdin
@@ -136,11 +138,11 @@ class Watcher:
                 except queue.Empty:
                     item = None
                 if item is _EOF:
-                    self._end_of_input(STDIN)
+                    self._contained(self._end_of_input, STDIN)
                     if self.follower is None:
                         break
                 elif isinstance(item, Data):
-                    self._data(item)
+                    self._contained(self._data, item)
                 elif isinstance(item, Notice):
                     self._emit(
                         {
@@ -150,7 +152,7 @@ class Watcher:
                             "detail": item.detail,
                         }
                     )
-                self._tick()
+                self._contained(self._tick)
         except KeyboardInterrupt:
             pass  # Ctrl-C: stop following; the summary below is the clean ending
         finally:
@@ -160,6 +162,24 @@ class Watcher:
             if self._executor is not None:
                 self._executor.shutdown(wait=True)
         return self._summary()
+
+    def _contained(self, step: Callable[..., None], *args: Any) -> None:
+        """Run one step of the loop; an error in it is warned about, and watching goes on.
+
+        The pipeline contains a parser's error per line already (counted per run, warned about
+        once below); this is the last guard, so that no input can end a live session."""
+        try:
+            step(*args)
+        except Exception as error:
+            what = f"{type(error).__name__}: {error}"
+            if what not in self._failures:  # a step that fails every tick warns once
+                self._failures.add(what)
+                self._warn(f"skipped a step that failed ({what}); please report this as a bug")
+        for run in self.runs.values():
+            if run.analyzer.errors.count and not run.errors_warned:
+                run.errors_warned = True
+                errors = run.analyzer.errors
+                print(errors_warning(errors.count, errors.examples), file=sys.stderr, flush=True)
 
     def _run_for(self, path: str) -> _Run:
         name = STDIN if path == STDIN else str(Path(path).parent)

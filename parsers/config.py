@@ -50,7 +50,8 @@ _FRAMEWORK_MARKERS = [
     ("hf", re.compile(r"\*\*\*\*\* Running training|TrainingArguments\(|Instantaneous batch")),
 ]
 
-_INT = r"(?P<value>\d+)"
+# At most 9 digits: a longer number is no batch size (and int() refuses over 4,300 digits).
+_INT = r"(?P<value>\d{1,9})(?!\d)"
 _FLOAT = r"(?P<value>[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)"
 _BOOL = r"(?P<value>True|False|true|false)"
 _SEP = r"\s*(?:=|:|\.{2,}|\s)\s*"

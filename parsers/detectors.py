@@ -138,7 +138,7 @@ class SeriesTracker:
                 self.points_by_source[line.path] += 1
             if self._copy_of_another_file(line):
                 return []
-        if "step" in metrics:
+        if "step" in metrics and math.isfinite(metrics["step"]):  # int() of it must hold
             self.last_step = metrics["step"]
         lr = metrics.get("lr")
         if lr is not None and math.isfinite(lr) and lr > 0:
@@ -168,7 +168,7 @@ class SeriesTracker:
             key = _SERIES_KEYS.get(name)
             if key is None or not math.isfinite(value):
                 continue
-            if name == "it_s" and "bar_total" in metrics:
+            if name == "it_s" and math.isfinite(metrics.get("bar_total", math.nan)):
                 key = f"it_s/{int(metrics['bar_total'])}"  # one series per progress bar
             point = trends.Point(value, self.points, metrics.get("step"), time, line)
             self.series.setdefault(key, Series()).add(point)

@@ -36,7 +36,7 @@ from . import (
     traceback,
     waits,
 )
-from .base import Draft
+from .base import CONTAINED, Draft, ParserErrors
 from .config import TRIGGERS as CONFIG_TRIGGERS
 from .config import parse_config
 from .lines import MAX_LINE_BYTES, TRUNCATION_MARKER, LogLine, make_line, to_seconds
@@ -104,7 +104,8 @@ class Finding:
 @dataclass
 class _Block:
     collector: traceback.TracebackCollector = field(default_factory=traceback.TracebackCollector)
-    lines: list[LogLine] = field(default_factory=list)
+    #: The block's lines as logged, kept like the collector's: first and last lines only.
+    lines: traceback.HeadTail[LogLine] = field(default_factory=traceback.HeadTail)
     prefix: str = ""  # the shape of a per-line prefix in front of the traceback, if any
     idle: int = 0  # lines of other ranks seen since this block's last line
     bare: bool = False  # opened by an exception line with no traceback above it
@@ -113,6 +114,9 @@ class _Block:
 
 
 _TRACEBACK_HEADER = "Traceback (most recent call last):"
+#: Lines that a traceback's frames state consumes and that no prefix, ANSI or \r rewrite
+#: changes: frame lines and code lines (see Extractor._skip_frames).
+_FRAME_RUN = re.compile(rb'(?:(?:  File "|    (?!E   )[A-Za-z_])[^\r\x1b\n]{0,4000}\n)+')
 _DIGIT = re.compile(r"\d")
 
 
@@ -163,20 +167,28 @@ class _SourceState:
         )
 
 
-def phase_of(frames: Iterable[traceback.Frame]) -> str:
-    """What the program was doing, judged from the innermost frame that says so; a failure
+def _frame_phase(frame: traceback.Frame) -> str | None:
+    for phase, pattern in _PHASES:
+        # The call on the frame's code line counts too: `evaluator.evaluate(...)` in `main`.
+        if pattern.search(frame.func) or pattern.search(frame.code.split("(", 1)[0]):
+            return phase
+    return None
+
+
+def _chain_phases(members: list[traceback.ExceptionInfo]) -> list[str]:
+    """What the program was doing at each exception of a chain, judged from the innermost
+    frame that says so among its own frames and those of the exceptions before it; a failure
     anywhere inside a dataset's __getitem__ (or a worker's loop) is data loading, whatever the
-    library frames below it are called (json's loads, PIL's open)."""
-    frames = list(frames)
-    data = _PHASES[-1][1]
-    if any(data.search(frame.func) for frame in frames):
-        return "data"
-    for frame in reversed(frames):
-        for phase, pattern in _PHASES:
-            # The call on the frame's code line counts too: `evaluator.evaluate(...)` in `main`.
-            if pattern.search(frame.func) or pattern.search(frame.code.split("(", 1)[0]):
-                return phase
-    return "train"
+    library frames below it are called (json's loads, PIL's open). One pass over the chain's
+    frames (a chain can be long)."""
+    data, latest, phases = _PHASES[-1][1], None, []
+    in_data = False
+    for exc in members:
+        for frame in exc.frames:
+            in_data = in_data or bool(data.search(frame.func))
+            latest = _frame_phase(frame) or latest
+        phases.append("data" if in_data else latest or "train")
+    return phases
 
 
 class Extractor:
@@ -195,6 +207,8 @@ class Extractor:
         self._attempt_has_content = False
         self._seen: Counter[str] = Counter()
         self._exhausted: set[int] = set()
+        #: What parsers raised on lines of this run: contained, counted, reported.
+        self.errors = ParserErrors()
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -221,13 +235,40 @@ class Extractor:
         cut = buf.rfind(b"\n") + 1
         rest = buf[cut:]
         if len(rest) > MAX_LINE_BYTES:
-            state.overlong_head, state.overlong_dropped = rest[:MAX_LINE_BYTES], len(rest)
+            state.overlong_head = rest[:MAX_LINE_BYTES]
+            state.overlong_dropped = len(rest) - MAX_LINE_BYTES
             state.pending = b""
         else:
             state.pending = rest
         if cut:
-            self._scan(state, buf, out, limit=cut)
+            self._scan_whole_lines(state, buf, cut, out)
         return out
+
+    def _scan_whole_lines(
+        self, state: _SourceState, buf: bytes, cut: int, out: list[Finding]
+    ) -> None:
+        """Scan ``buf[:cut]``, whole lines; a line over MAX_LINE_BYTES in it is read exactly as
+        one that arrived over several chunks (its head only, see _finish_overlong), so that
+        what is found never depends on where the chunks were cut."""
+        start = pos = 0
+        while pos + MAX_LINE_BYTES < cut:
+            # The last newline within MAX_LINE_BYTES + 1 bytes of a line's start: none means
+            # the line is too long. Steps of up to 64 KiB: a few calls per MiB.
+            newline = buf.rfind(b"\n", pos, pos + MAX_LINE_BYTES + 1)
+            if newline >= 0:
+                pos = newline + 1
+                continue
+            end = buf.find(b"\n", pos)  # < cut: buf[:cut] ends with a newline
+            if pos > start:
+                self._scan(state, buf[start:pos], out)
+            state.overlong_head = buf[pos : pos + MAX_LINE_BYTES]
+            state.overlong_dropped = end - pos - MAX_LINE_BYTES
+            self._finish_overlong(state, out)
+            start = pos = end + 1
+        if start == 0:
+            self._scan(state, buf, out, limit=cut)
+        elif start < cut:
+            self._scan(state, buf[start:cut], out)
 
     def finish(self, source: str | None = None) -> list[Finding]:
         """End of input for one source (or all): flush partial lines and open blocks."""
@@ -248,9 +289,14 @@ class Extractor:
 
     def conclude(self) -> list[Finding]:
         """Trends over the run's metric series so far (at end of input, or live, periodically)."""
+        try:
+            found = self.series.conclude()
+        except Exception as error:  # a detector's bug must not end a live session
+            self.errors.record("detectors", error)
+            return []
         return [
             Finding(draft, lines, lines[-1].rank if lines else None, self.attempt)
-            for draft, lines in self.series.conclude()
+            for draft, lines in found
         ]
 
     def flush_blocks(self, source: str, out: list[Finding] | None = None) -> list[Finding]:
@@ -260,9 +306,14 @@ class Extractor:
         if state is None:  # nothing of it read yet
             return out
         first = len(out)
-        for block in state.blocks.values():
+        for block in list(state.blocks.values()):
             if block.collector.active:
-                self._traceback_done(state, block, block.collector.finish(), out)
+                lines = block.collector.finish()
+                try:
+                    self._traceback_done(state, block, lines, out)
+                except Exception as error:
+                    where = block.lines.head[0].location() if block.lines.head else state.name
+                    self.errors.record("traceback", error, where)
         if state.elastic_lines is not None:
             self._elastic_done(state, out)
         state.elastic_wait = 0
@@ -273,7 +324,10 @@ class Extractor:
         return out
 
     def _finish_overlong(self, state: _SourceState, out: list[Finding]) -> None:
-        head, total = state.overlong_head or b"", state.overlong_dropped + MAX_LINE_BYTES
+        head, total = (
+            state.overlong_head or b"",
+            state.overlong_dropped + len(state.overlong_head or b""),
+        )
         state.overlong_head, state.overlong_dropped = None, 0
         state.stats.truncated_lines += 1
         # The head alone goes through the prefilter; the marker says how much was cut.
@@ -294,8 +348,16 @@ class Extractor:
         size = len(buf) if limit is None else limit
         hits = [hit for hit in self._candidates(buf) if hit[1] < size]
         pos, index = 0, 0
+        no_skip_before = 0
         while pos < size:
             if state.busy():  # inside a block: every line, candidate or not
+                if pos >= no_skip_before:
+                    skipped = self._skip_frames(state, buf, pos, size, hits, index)
+                    if isinstance(skipped, int):
+                        no_skip_before = skipped  # a run too short to skip: no retry inside
+                    elif skipped is not None:
+                        pos, index = skipped
+                        continue
                 end = buf.find(b"\n", pos)
                 end = size if end < 0 else end
                 mask = 0
@@ -317,6 +379,67 @@ class Extractor:
             pos = end + 1
         state.stats.lines = state.lineno
         state.tail = (state.tail + buf[max(0, size - waits.TAIL_BYTES) : size])[-waits.TAIL_BYTES :]
+
+    def _skip_frames(
+        self,
+        state: _SourceState,
+        buf: bytes,
+        pos: int,
+        size: int,
+        hits: list[tuple[int, int, int]],
+        index: int,
+    ) -> tuple[int, int] | int | None:
+        """Pass over the middle of a huge traceback in one step.
+
+        A traceback past its first lines keeps only its last ones (see
+        :class:`~.traceback.HeadTail`), so of a run of plain frame lines (a RecursionError
+        prints thousands) only the last ``TAIL_LINES`` need to be read one by one; the lines
+        before them would only be counted and dropped. Counting them in bulk gives exactly the
+        state that reading them would (the run stops at any line another consumer wants), in
+        one regex pass instead of a few microseconds of Python per line. Returns the position
+        and hit index to go on from, the end of a run too short to skip, or None.
+        """
+        block = state.blocks.get(state.default_rank)
+        if (
+            block is None
+            or state.elastic_wait
+            or state.cxx_wait
+            or state.elastic_lines is not None
+            or block.collector.state != "frames"
+            or block.prefix
+            or block.rich
+            or block.bare
+            or not block.collector.lines.head_full()
+            or not block.lines.head_full()
+            or any(b is not block and b.collector.active for b in state.blocks.values())
+        ):
+            return None
+        run = _FRAME_RUN.match(buf, pos, size)
+        if run is None:
+            return None
+        end = run.end()
+        others = ~self._bits.traceback
+        last = index
+        while last < len(hits) and hits[last][0] < end:
+            if hits[last][2] & others:  # a line another consumer wants: read it as usual
+                end = hits[last][0]
+                break
+            last += 1
+        # The start of the run's last TAIL_LINES lines: everything before it is skipped.
+        cut = end - 1
+        for _ in range(traceback.TAIL_LINES):
+            cut = buf.rfind(b"\n", pos, cut)
+            if cut < 0:
+                return end
+        cut += 1
+        lines = buf.count(b"\n", pos, cut)
+        frames = buf.count(b'\n  File "', pos, cut - 1) + buf.startswith(b'  File "', pos)
+        block.collector.skip(lines, frames)
+        block.lines.skip(lines)
+        state.lineno += lines
+        while index < len(hits) and hits[index][0] < cut:
+            index += 1
+        return cut, index
 
     def _candidates(self, buf: bytes) -> list[tuple[int, int, int]]:
         """The lines of ``buf`` worth reading, in order, with the consumers that want them.
@@ -382,7 +505,11 @@ class Extractor:
             self.flush_blocks(state.name, out)
             self._new_attempt(out)
             first = len(out)
-        self._read_line(state, raw, mask, out, marker)
+        try:
+            self._read_line(state, raw, mask, out, marker)
+        except Exception as error:
+            # One line must never end the run (nor a live session): count it, go on.
+            self.errors.record("line", error, f"{state.name}:{state.lineno}")
         progress = self.series.points_by_source[state.name]
         for finding in out[first:]:
             finding.attempt = self.attempt
@@ -421,7 +548,7 @@ class Extractor:
             if traceback.RICH_HEADER.search(line.text):
                 block.rich = True
                 block.collector.start(_TRACEBACK_HEADER)
-                block.lines = [line]
+                block.lines = traceback.HeadTail([line])
                 return
             start = line.text.find(_TRACEBACK_HEADER)
             if start < 0:  # a headless traceback: its first frame line opens the block
@@ -429,7 +556,7 @@ class Extractor:
                 start = start - 2 if start >= 2 and line.text[start - 2 : start] == "  " else start
             block.prefix = _shape(line.text[:start]) if start > 0 else ""
             block.collector.start(line.text[max(start, 0) :])
-            block.lines = [line]
+            block.lines = traceback.HeadTail([line])
             return
         if mask & bits.waits:
             kind = waits.signature(line.text)
@@ -455,7 +582,7 @@ class Extractor:
             self._config(line, out)
         if mask & bits.messages:
             for module in bits.modules(mask):
-                for draft in _safe_parse(module, line.text):
+                for draft in self._safe_parse(module, line.text, line):
                     draft.fields.setdefault("phase", "unknown")
                     draft.fields.setdefault("steps_logged", self.series.points)
                     out.append(Finding(draft, [line], line.rank))
@@ -488,7 +615,7 @@ class Extractor:
             return False
         block = state.blocks[line.rank] = _Block(bare=True)
         block.collector.start_message(text, max_lines=_BARE_MESSAGE_LINES)
-        block.lines = lines
+        block.lines = traceback.HeadTail(lines)
         return True
 
     def _in_block(
@@ -514,6 +641,7 @@ class Extractor:
             if line.text.startswith("===="):
                 state.elastic_wait, state.elastic_lines = 0, [line]
                 return True
+        closed = []
         for rank, other in state.blocks.items():
             # Lines of other ranks interleave with a traceback; a block that hears nothing of
             # its own rank for long is over (its rank died mid-print, or the prefix changed).
@@ -521,6 +649,10 @@ class Extractor:
                 other.idle += 1
                 if other.idle > BLOCK_IDLE_LINES:
                     self._traceback_done(state, other, other.collector.finish(), out)
+            if not other.collector.active:
+                closed.append(rank)
+        for rank in closed:  # a log of many ranks must not make every line visit every rank
+            del state.blocks[rank]
         block = state.blocks.get(line.rank)
         if block is None or not block.collector.active:
             return False
@@ -587,7 +719,7 @@ class Extractor:
         if line is not None:
             block = _Block(bare=True)
             block.collector.start_message(thrown, max_lines=0)
-            block.lines = [line]
+            block.lines = traceback.HeadTail([line])
             self._traceback_done(state, block, block.collector.finish(), out)
 
     # -- turning blocks and lines into findings ------------------------------------------
@@ -595,18 +727,14 @@ class Extractor:
     def _traceback_done(
         self, state: _SourceState, block: _Block, lines: list[str] | None, out: list[Finding]
     ) -> None:
-        logged, block.lines = block.lines, []
+        logged, block.lines = block.lines.items(), traceback.HeadTail()
         parsed = traceback.parse_block(lines) if lines and not block.ignored else None
         if parsed is None:
             return
         final = parsed.final
         rank = logged[0].rank if logged else None
         members = [*parsed.chain, final]
-        # Each exception's phase from its own frames and those of the exceptions before it.
-        phases = [
-            phase_of([f for exc in members[: i + 1] for f in exc.frames])
-            for i in range(len(members))
-        ]
+        phases = _chain_phases(members)
         evidence = [_traceback_evidence(logged, exc, block.bare) for exc in members]
         # An exception raised while handling another is a secondary failure (an emergency
         # checkpoint hitting a full disk after a shape error): its exception fact names the line
@@ -627,7 +755,7 @@ class Extractor:
                 "calls": " ".join(f.func for f in exc.frames[-_CALL_FRAMES:]),
                 "files": " ".join(f.file for f in exc.frames[-_CALL_FRAMES:]),
                 "phase": phases[index],
-                "frames": len(parsed.frames),
+                "frames": len(parsed.frames) + parsed.omitted_frames,
                 "chained": index > 0,
                 "steps_logged": self.series.points,
             }
@@ -643,7 +771,7 @@ class Extractor:
         for index, exc in enumerate(members):
             text = f"{exc.qualname}: {exc.message}"
             for module in MESSAGE_PARSERS:
-                for draft in _safe_parse(module, text):
+                for draft in self._safe_parse(module, text, evidence[index][-1:]):
                     draft.fields.setdefault("phase", phases[index])
                     draft.fields.setdefault("steps_logged", self.series.points)
                     if draft.kind == "os_error" and written_to and "path" not in draft.fields:
@@ -654,11 +782,28 @@ class Extractor:
         if final.type == "ChildFailedError":
             state.elastic_wait = _ELASTIC_WAIT_LINES
 
+    def _safe_parse(
+        self, module: ModuleType, text: str, where: LogLine | list[LogLine]
+    ) -> list[Draft]:
+        """A message parser's drafts for ``text``; what it raises is counted, not fatal."""
+        lines = where if isinstance(where, list) else [where]
+        location = lines[0].location() if lines else ""
+        before = CONTAINED.count
+        try:
+            drafts = list(module.parse(text))
+        except Exception as error:
+            self.errors.record(_short(module), error, location)
+            return []
+        if CONTAINED.count != before:  # the parser caught its own error (see never_raises)
+            self.errors.note(_short(module), CONTAINED.last, location)
+        return drafts
+
     def _elastic_done(self, state: _SourceState, out: list[Finding]) -> None:
         lines, state.elastic_lines = state.elastic_lines or [], None
         try:
             drafts = elastic.parse_block([line.text for line in lines])
-        except Exception:
+        except Exception as error:
+            self.errors.record("elastic", error, lines[0].location() if lines else state.name)
             drafts = []
         for draft in drafts:
             evidence = _elastic_evidence(lines, draft)
@@ -879,13 +1024,6 @@ def _group(module: str, trigger: str) -> str:
     """The prefilter pattern a trigger belongs to: one per module, with non-finite metrics apart
     (they must never be sampled away)."""
     return f"{module}:{'nonfinite' if trigger == 'metric_nonfinite' else 'any'}"
-
-
-def _safe_parse(module: ModuleType, text: str) -> list[Draft]:
-    try:
-        return list(module.parse(text))
-    except Exception:
-        return []
 
 
 def _traceback_evidence(

@@ -36,12 +36,13 @@ _TIMESTAMP = (
     r"|\d\d/\d\d/\d{4}[ ]\d\d:\d\d:\d\d"  # "[ ]": _PREFIX is a VERBOSE regex
 )
 # One prefix at a time, applied until none matches: launchers nest them freely
-# (`[default0]:[2024-...][INFO] ...`, `3: [rank3]: ...`).
+# (`[default0]:[2024-...][INFO] ...`, `3: [rank3]: ...`). A rank has at most 7 digits: a longer
+# number is no rank (and int() refuses strings over 4,300 digits).
 _PREFIX = re.compile(
     rf"""\s*(?:
-        \[(?:rank|default)(?P<rank>\d+)\]:\s?             # torch 2.x [rank3]:, torchrun --tee [default0]:
+        \[(?:rank|default)(?P<rank>\d{{1,7}})\]:\s?        # torch 2.x [rank3]:, torchrun --tee [default0]:
       | (?P<srank>\d{{1,4}}):\s                            # srun -l / torchrun --tee 'N: '
-      | \[1,(?P<mpirank>\d+)\]<std(?:out|err)>:\s?         # mpirun --tag-output
+      | \[1,(?P<mpirank>\d{{1,7}})\]<std(?:out|err)>:\s?   # mpirun --tag-output
       | \[?(?P<time>{_TIMESTAMP})\]?(?:\s*[-|:]\s+|\s+|$)  # ISO and logging timestamps
       | >(?!>>)[ ]?                                          # a markdown or e-mail quote
       | E[ ]{{3}}(?=\S)                                      # pytest's exception lines

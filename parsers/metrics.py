@@ -21,6 +21,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
+from typing import Any
+
+import re2
 
 TRIGGERS = {
     # Non-finite values are rare and must never be sampled away: the main prefilter finds them.
@@ -39,32 +43,32 @@ METRIC_TRIGGERS = {
 METRIC_PATTERN = "|".join(f"(?:{rx})" for rx in METRIC_TRIGGERS.values())
 
 _NUMBER = r"[-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
-_PAIR = re.compile(
-    rf"""['"]?(?P<key>[A-Za-z_][A-Za-z0-9_./ -]{{0,40}}?)['"]?(?:\s*[:=]\s*|\s+)\[?\s*['"]?(?P<value>{_NUMBER})(?![\w.])""",
-    re.IGNORECASE,
-)
 _PROGRESS = re.compile(r"\|\s*(?P<step>\d+)/(?P<total>\d+)\s*\[")
-#: ``30.2it/s`` (tqdm), but not the number before a key ``it/s 5.1``: that one is the key's.
-_RATE = re.compile(r"(?P<rate>\d+(?:\.\d+)?)\s?(?P<unit>it/s|s/it)\b(?!\s*[:=]?\s*\d)")
+#: ``30.2it/s`` (tqdm), but not the number before a key ``it/s 5.1``: that one is the key's
+#: (checked after the match: RE2 has no look-ahead, and a Python regex here was quadratic on a
+#: line of digits).
+_RATE = re2.compile(r"(?P<rate>\d+(?:\.\d+)?)\s?(?P<unit>it/s|s/it)\b")
+_KEYED = re.compile(r"\s*[:=]?\s*\d")
 #: ``it/s 5.1``, ``it/s: 5.1``, ``s/it=0.2``: the unit as a key, its value after it.
 _RATE_KEY = re.compile(r"(?<![\w.])(?P<unit>it/s|s/it)\s*[:=]?\s*(?P<rate>\d+(?:\.\d+)?)")
-_SAMPLES = re.compile(
+_SAMPLES = re2.compile(
     r"(?P<rate>\d+(?:\.\d+)?)\s?(?:samples|tokens|tok)/s(?:ec)?\b|SamplesPerSec=(?P<rate2>\d+(?:\.\d+)?)"
 )
 #: Seconds a step took: AverageMeter's ``Time 0.414 (0.414)``, mmcv's ``time: 0.512``, Megatron's
 #: ``elapsed time per iteration (ms): 84606.2``. A decimal point is required, so that a clock
-#: time or a date (``time: 2021-01-13``) is never read as one.
+#: time or a date (``time: 2021-01-13``) is never read as one. (Python regexes on a line cut to
+#: MAX_METRIC_TEXT characters.)
 _STEP_TIME = re.compile(
     r"(?i)(?<![\w/])(?:batch_|iter_|step_|epoch_)?time(?:_per_(?:step|iter\w*))?\s*[:=]?\s*"
     r"(?P<value>\d+\.\d+)(?P<ms>\s?ms\b)?"
 )
 _MEGATRON_TIME = re.compile(r"elapsed time per iteration \(ms\):\s*(?P<value>\d+(?:\.\d+)?)")
-_MEMORY = re.compile(
+_MEMORY = re2.compile(
     r"(?i)\b(?:mem(?:ory)?(?:_usage|_allocated|_reserved)?|gpu_mem|max_mem\w*|rss)\s*[:=]?\s*"
     r"(?:cuda:\d+\s*)?(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[KMGT]i?B|[MG]\b)"
 )
 _MEMORY_UNITS = {"k": 1 / 2**20, "m": 1 / 2**10, "g": 1.0, "t": 1024.0}
-_PLAIN_STEP = re.compile(r"(?i)\b(?:global[_ ]step|step|iteration|iter)\s*[:=]?\s*(?P<step>\d+)\b")
+_PLAIN_STEP = re2.compile(r"(?i)\b(?:global[_ ]step|step|iteration|iter)\s*[:=]?\s*(?P<step>\d+)\b")
 
 _CANONICAL = {
     "loss": "loss",
@@ -117,16 +121,26 @@ _CANONICAL = {
 }
 
 
-#: A key naming one training loss: it ends in "loss", or in "loss" and a total's word.
-_NAMED_LOSS = re.compile(r"(?:^|[\s_/.-])loss(?:[\s_](?:total|sum|avg|mean))?$")
+# A pair is one of the known keys, then its number. Linear time on any line, in RE2 (a Python
+# regex tried at every word start of a 64 KiB line took seconds, and "loss" followed by 2,000
+# spaces 100 s): RE2 has no look-around, so the character before the key is consumed (_pairs
+# puts a space before the line) and the number's end is checked in Python.
+#: A named training loss (``Gen Loss Total``, ``mask_loss``): a key that ends in "loss", or in
+#: "loss" and a total's word; read as the loss when the line has no plain one.
+_NAMED_LOSS_KEY = r"[A-Za-z][A-Za-z0-9_. -]{0,30}[ _]loss(?:[ _](?:total|sum|avg|mean))?"
+_KEYS = "|".join(
+    [re.escape(key) for key in sorted(_CANONICAL, key=len, reverse=True)] + [_NAMED_LOSS_KEY]
+)
 _NOT_TRAINING = re.compile(r"(?:^|[\s_/.-])(?:val|valid|validation|eval|test|dev)(?:$|[\s_/.-])")
-
-
-def _number(text: str) -> float | None:
-    try:
-        return _value(text)
-    except ValueError:
-        return None
+_PAIR = re2.compile(
+    rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS})['"]?(?:\s{{0,32}}[:=]\s{{0,32}}|\s{{1,32}})"""
+    rf"""(?:\[\s{{0,32}})?['"]?(?P<value>{_NUMBER})"""
+)
+_NUMBER_GOES_ON = re.compile(r"[\w.]")
+_KEY_GROUP, _VALUE_GROUP = _PAIR.groupindex["key"], _PAIR.groupindex["value"]
+#: Characters of a line read for metrics: metric lines are short, a long line is something else
+#: that happens to mention a loss (and each regex below costs time per character).
+MAX_METRIC_TEXT = 2048
 
 
 def _value(text: str) -> float:
@@ -138,6 +152,34 @@ def _value(text: str) -> float:
     return float(text)
 
 
+#: Metrics whose value may be NaN or infinite in a real log (what the detectors look for).
+#: A step, epoch, rate or learning rate that is not finite (``step inf``, or a number too long
+#: for a float) is no value at all: it is left out rather than passed on to break arithmetic.
+_MAY_BE_NONFINITE = frozenset({"loss", "eval_loss", "grad_norm", "ppl", "loss_scale"})
+
+
+def _finite(text: str) -> float | None:
+    """``float(text)`` if that is a finite number, else None."""
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def _pairs(text: str) -> Iterator[Any]:
+    """The key-number pairs of ``text``, each number ending where a number can (a number
+    followed by a letter, a digit or a dot is part of something else)."""
+    text = " " + text  # the character before a key at the start of the line
+    pos = 0
+    while pos <= len(text):
+        match = _PAIR.search(text, pos)
+        if match is None:
+            return
+        if _NUMBER_GOES_ON.match(text, match.end(_VALUE_GROUP)):
+            pos = match.start(_KEY_GROUP)  # not a pair here: look on from this key's first letter
+            continue
+        yield match
+        pos = match.end()
+
+
 def parse_metrics(text: str) -> dict[str, float]:
     """Return the metrics a line reports, under canonical names (``loss``, ``eval_loss``,
     ``grad_norm``, ``lr``, ``loss_scale``, ``step``, ``epoch``); ``{}`` if it reports none.
@@ -145,30 +187,29 @@ def parse_metrics(text: str) -> dict[str, float]:
     A line without a plain ``loss`` takes its first named training loss (``Gen Loss Total``,
     ``mask_loss``, ``total_loss``) as the loss: a NaN there is a NaN loss."""
     found: dict[str, float] = {}
+    text = text[:MAX_METRIC_TEXT]
     named_loss: float | None = None
-    for match in _PAIR.finditer(text):
-        key = match["key"].strip().lower()
-        name = _CANONICAL.get(key) or _CANONICAL.get(key.rsplit(" ", 1)[-1])
-        if (
-            name is None
-            and named_loss is None
-            and _NAMED_LOSS.search(key)
-            and not _NOT_TRAINING.search(key)
-        ):
-            named_loss = _number(match["value"])
-        if name and name not in found:
-            value = _number(match["value"])
-            if value is not None:
-                found[name] = value
+    for match in _pairs(text):
+        key = match["key"].lower()
+        name = _CANONICAL.get(key)
+        try:
+            value = _value(match["value"])
+        except ValueError:
+            continue
+        if name is None:
+            if named_loss is None and not _NOT_TRAINING.search(key):
+                named_loss = value
+            continue
+        if name not in found and (math.isfinite(value) or name in _MAY_BE_NONFINITE):
+            found[name] = value
     if "loss" not in found and named_loss is not None:
         found["loss"] = named_loss
     if "step" not in found:
         progress = _PROGRESS.search(text)
         plain = None if progress else _PLAIN_STEP.search(text)
-        if progress:
-            found = {"step": float(progress["step"]), **found}
-        elif plain:
-            found = {"step": float(plain["step"]), **found}
+        step = _finite((progress or plain)["step"]) if progress or plain else None
+        if step is not None:
+            found = {"step": step, **found}
     _rates_and_memory(text, found)
     if not any(name not in ("step", "epoch", "lr", "bar_total") for name in found):
         return {}
@@ -177,23 +218,28 @@ def parse_metrics(text: str) -> dict[str, float]:
 
 def _rates_and_memory(text: str, found: dict[str, float]) -> None:
     """Throughput (``it_s``, with ``bar_total`` naming its progress bar) and ``memory_gib``."""
-    rate = _RATE_KEY.search(text) or _RATE.search(text)
-    if rate:
-        value = float(rate["rate"])
+    rate = _RATE_KEY.search(text) if "/s" in text or "/it" in text else None
+    if rate is None:
+        rate = next((m for m in _RATE.finditer(text) if not _KEYED.match(text, m.end())), None)
+    value = _finite(rate["rate"]) if rate else None
+    if rate and value is not None:
         found["it_s"] = value if rate["unit"] == "it/s" else (1 / value if value else 0.0)
         progress = _PROGRESS.search(text)
-        if progress:
-            found["bar_total"] = float(progress["total"])
-    else:
+        total = _finite(progress["total"]) if progress else None
+        if total is not None:
+            found["bar_total"] = total
+    elif not rate:
         samples = _SAMPLES.search(text)
-        if samples:
-            found["samples_s"] = float(samples["rate"] or samples["rate2"])
+        value = _finite(samples["rate"] or samples["rate2"]) if samples else None
+        if value is not None:
+            found["samples_s"] = value
     # Most metric lines carry no timer: a substring test spares them two regex searches.
     megatron = _MEGATRON_TIME.search(text) if "per iteration" in text else None
     step_time = megatron or (_STEP_TIME.search(text) if "ime" in text or "IME" in text else None)
-    if step_time:
-        seconds = float(step_time["value"])
+    seconds = _finite(step_time["value"]) if step_time else None
+    if seconds is not None:
         found["step_time_s"] = seconds / 1000 if megatron or step_time["ms"] else seconds
     memory = _MEMORY.search(text)
-    if memory:
-        found["memory_gib"] = float(memory["value"]) * _MEMORY_UNITS[memory["unit"][0].lower()]
+    value = _finite(memory["value"]) if memory else None
+    if memory and value is not None:
+        found["memory_gib"] = value * _MEMORY_UNITS[memory["unit"][0].lower()]

@@ -11,6 +11,7 @@ import gzip
 import os
 import re
 import sys
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,8 @@ from typing import BinaryIO
 CHUNK_BYTES = 1 << 20
 LOG_GLOBS = ("*.log", "*.txt", "*.out", "*.err")
 _GZIP_MAGIC = b"\x1f\x8b"
-_RANK_IN_NAME = re.compile(r"(?:rank|worker|proc|default)[_\-.]?(\d+)", re.IGNORECASE)
+# At most 7 digits: a longer number in a file name is no rank (nor something int() accepts).
+_RANK_IN_NAME = re.compile(r"(?:rank|worker|proc|default)[_\-.]?(\d{1,7})(?!\d)", re.IGNORECASE)
 
 
 class InputError(Exception):
@@ -53,7 +55,9 @@ class Source:
             while True:
                 try:
                     chunk = handle.read(size)
-                except (OSError, EOFError) as error:
+                except (OSError, EOFError, zlib.error) as error:
+                    # zlib.error: a gzip file with a corrupt block (gzip raises OSError for a
+                    # bad header or checksum, EOFError for a cut file).
                     raise InputError(f"cannot read {self.name}: {error}") from None
                 if not chunk:
                     return

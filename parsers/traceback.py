@@ -41,7 +41,10 @@ because a traceback is a sequence of line shapes rather than a nested language.
 from __future__ import annotations
 
 import re
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import pyparsing as pp
 
@@ -53,14 +56,69 @@ TRIGGERS = {
     "traceback_rich": r"Traceback \(most recent call last\) ─",
 }
 
-_MAX_BLOCK_LINES = 600
+#: A block keeps its first HEAD_LINES and its last TAIL_LINES lines; what lies between (a
+#: RecursionError's thousands of frames, a chain thousands of exceptions deep) is counted and
+#: replaced by one marker line, so that a block costs the same to parse however long it is.
+HEAD_LINES = 300
+TAIL_LINES = 300
 _MAX_MESSAGE_LINES = 25
+OMITTED_MARKER = "... {frames} frames omitted ({lines} lines) ..."
+_OMITTED = re.compile(r"^\.\.\. (?P<frames>\d+) frames omitted \(\d+ lines\) \.\.\.$")
+
+T = TypeVar("T")
+
+
+class HeadTail(Generic[T]):
+    """A list that keeps only its first ``head`` and last ``tail`` items, counting the rest.
+
+    :meth:`append` returns the item that fell out of the middle, for the caller to count.
+    """
+
+    def __init__(self, items: Iterable[T] = (), head: int = HEAD_LINES, tail: int = TAIL_LINES):
+        self.head: list[T] = []
+        self.tail: deque[T] = deque()
+        self._head_size, self._tail_size = head, tail
+        self.omitted_count = 0
+        for item in items:
+            self.append(item)
+
+    def append(self, item: T) -> T | None:
+        """Add ``item``; return the item that fell out of the middle to make room, if any."""
+        if len(self.head) < self._head_size:
+            self.head.append(item)
+            return None
+        self.tail.append(item)
+        if len(self.tail) <= self._tail_size:
+            return None
+        self.omitted_count += 1
+        return self.tail.popleft()
+
+    def head_full(self) -> bool:
+        """Whether new items now go to the tail."""
+        return len(self.head) >= self._head_size
+
+    def skip(self, count: int) -> list[T]:
+        """Count ``count`` items as appended and dropped at once, as if ``count`` appends and
+        then a full tail's worth of new items followed: the tail is emptied and returned, for
+        the caller to count (the caller appends those new items next)."""
+        dropped = list(self.tail)
+        self.tail.clear()
+        self.omitted_count += len(dropped) + count
+        return dropped
+
+    def __len__(self) -> int:
+        return len(self.head) + len(self.tail)
+
+    def items(self) -> list[T]:
+        """The items kept, in order (without any marker for the omitted middle)."""
+        return [*self.head, *self.tail]
 
 
 def _build_frame_line() -> pp.ParserElement:
     # File "/path/to/train.py", line 41, in main
     path = pp.QuotedString('"')("file")
-    number = pp.common.integer("line")
+    # At most 9 digits: no file has more lines, and int() refuses more than 4,300 digits.
+    number = pp.Regex(r"\d{1,9}(?!\d)").set_parse_action(lambda t: int(t[0]))("line")
     func = pp.rest_of_line()("func")
     return pp.Suppress(pp.Keyword("File")) + path + "," + "line" + number + "," + "in" + func
 
@@ -147,6 +205,8 @@ class Traceback:
 
     final: ExceptionInfo
     chain: list[ExceptionInfo] = field(default_factory=list)
+    #: Frames left out of a block too long to keep whole (see :data:`OMITTED_MARKER`).
+    omitted_frames: int = 0
 
     @property
     def frames(self) -> list[Frame]:
@@ -194,8 +254,13 @@ def parse_block(lines: list[str]) -> Traceback | None:
     frames: list[Frame] = []
     current: ExceptionInfo | None = None
     handling = False
+    omitted = 0
     for text in lines:
         stripped = text.strip()
+        marker = _OMITTED.match(stripped) if stripped.startswith("... ") else None
+        if marker:
+            omitted += int(marker["frames"])
+            continue
         if stripped == START or stripped in CHAIN_MARKERS or not stripped:
             if stripped in CHAIN_MARKERS:
                 handling = stripped == CHAIN_MARKERS[0]
@@ -232,7 +297,7 @@ def parse_block(lines: list[str]) -> Traceback | None:
         handling = False
     if not exceptions:
         return None
-    return Traceback(exceptions[-1], exceptions[:-1])
+    return Traceback(exceptions[-1], exceptions[:-1], omitted)
 
 
 class TracebackCollector:
@@ -244,7 +309,8 @@ class TracebackCollector:
     """
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
+        self.lines: HeadTail[str] = HeadTail()
+        self._omitted_frames = 0
         self.state = "idle"
         self._message_lines = 0
         self._max_message_lines = _MAX_MESSAGE_LINES
@@ -255,9 +321,27 @@ class TracebackCollector:
         """Whether a traceback is being gathered."""
         return self.state != "idle"
 
+    def _restart(self, text: str) -> None:
+        self.lines = HeadTail([text])
+        self._omitted_frames = 0
+
+    def _append(self, text: str) -> None:
+        dropped = self.lines.append(text)
+        if dropped is not None and dropped.lstrip().startswith('File "'):
+            self._omitted_frames += 1
+
+    def skip(self, lines: int, frames: int) -> None:
+        """Count ``lines`` plain frame and code lines (``frames`` of them frame lines) into the
+        omitted middle at once; the caller feeds the next ``TAIL_LINES`` lines as usual (see
+        ``Extractor._skip_frames``)."""
+        for text in self.lines.skip(lines):
+            if text.lstrip().startswith('File "'):
+                self._omitted_frames += 1
+        self._omitted_frames += frames
+
     def start(self, text: str) -> None:
         """Begin a block at a ``Traceback (most recent call last):`` line."""
-        self.lines = [text]
+        self._restart(text)
         self.state = "frames"
         self._message_lines = 0
         self._max_message_lines = _MAX_MESSAGE_LINES
@@ -265,7 +349,7 @@ class TracebackCollector:
     def start_message(self, text: str, max_lines: int = _MAX_MESSAGE_LINES) -> None:
         """Begin a block at an exception line with no traceback above it (see :mod:`.failure`):
         up to ``max_lines`` lines that follow may continue its message."""
-        self.lines = [text]
+        self._restart(text)
         self.state = "message"
         self._message_lines = 0
         self._max_message_lines = max_lines
@@ -274,24 +358,23 @@ class TracebackCollector:
         """Offer the next line; return ``(finished_block_or_None, consumed)``.
 
         ``new_record`` says the line carried its own timestamp, so it starts a new log record.
+        A block of any length is kept to its first and last lines (see :data:`HEAD_LINES`).
         """
-        if len(self.lines) >= _MAX_BLOCK_LINES:
-            return self.finish(), False
         stripped = text.strip()
         if self.state == "frames":
             if stripped.startswith(START):
-                self.lines = [text]  # the previous header had no body; start over
+                self._restart(text)  # the previous header had no body; start over
                 return None, True
             if text[:1].isspace() or not stripped or stripped.startswith('File "'):
-                self.lines.append(text)
+                self._append(text)
                 self._after_frame = stripped.startswith('File "')
                 return None, True
             if self._after_frame and not is_exception_line(text):
                 # The code line of a frame whose indentation a paste lost.
-                self.lines.append(" " + text)
+                self._append(" " + text)
                 self._after_frame = False
                 return None, True
-            self.lines.append(text)
+            self._append(text)
             self.state = "message"
             self._message_lines = 0
             return None, True
@@ -300,7 +383,7 @@ class TracebackCollector:
                 self.state = "after_blank"
                 return None, True
             if stripped in CHAIN_MARKERS:
-                self.lines.append(text)
+                self._append(text)
                 self.state = "chain"
                 return None, True
             self._message_lines += 1
@@ -310,11 +393,11 @@ class TracebackCollector:
                 or self._message_lines > self._max_message_lines
             ):
                 return self.finish(), False
-            self.lines.append(text)
+            self._append(text)
             return None, True
         if self.state == "after_blank":
             if stripped in CHAIN_MARKERS:
-                self.lines.append(text)
+                self._append(text)
                 self.state = "chain"
                 return None, True
             if not stripped:
@@ -324,14 +407,23 @@ class TracebackCollector:
         if not stripped:
             return None, True
         if stripped.startswith(START):
-            self.lines.append(text)
+            self._append(text)
             self.state = "frames"
             return None, True
         return self.finish(), False
 
     def finish(self) -> list[str] | None:
         """End the block now (end of input, or a bound reached) and return its lines."""
-        lines, self.lines, self.state = self.lines, [], "idle"
-        if len(lines) == 1 and lines[0].strip() == START:
+        kept, self.lines, self.state = self.lines, HeadTail(), "idle"
+        if len(kept) == 1 and kept.head[0].strip() == START:
             return None  # a header with nothing after it
-        return lines or None
+        tail = list(kept.tail)
+        lines_omitted, frames_omitted = kept.omitted_count, self._omitted_frames
+        if lines_omitted:
+            # The tail resumes at a frame line, so that no code line is read as another's.
+            while tail and tail[0][:1].isspace() and not tail[0].lstrip().startswith('File "'):
+                lines_omitted += 1
+                tail.pop(0)
+            marker = OMITTED_MARKER.format(frames=frames_omitted, lines=lines_omitted)
+            return [*kept.head, marker, *tail]
+        return kept.items() or None
