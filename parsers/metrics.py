@@ -24,8 +24,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import re2
-
 TRIGGERS = {
     # Non-finite values are rare and must never be sampled away: the main prefilter finds them.
     "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm)(?:[ _](?:total|sum|avg|mean))?['\"]?\s*[:=]?\s*['\"]?\s*[-+]?(?:nan|inf)",
@@ -44,15 +42,17 @@ METRIC_PATTERN = "|".join(f"(?:{rx})" for rx in METRIC_TRIGGERS.values())
 
 _NUMBER = r"[-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
 _PROGRESS = re.compile(r"\|\s*(?P<step>\d+)/(?P<total>\d+)\s*\[")
-#: ``30.2it/s`` (tqdm), but not the number before a key ``it/s 5.1``: that one is the key's
-#: (checked after the match: RE2 has no look-ahead, and a Python regex here was quadratic on a
-#: line of digits).
-_RATE = re2.compile(r"(?P<rate>\d+(?:\.\d+)?)\s?(?P<unit>it/s|s/it)\b")
+# The metric regexes are Python's (a call into the RE2 wrapper costs more than the search on a
+# short line) and linear: every number starts where a number starts (``(?<![\d.])``, a run of
+# digits is tried once, not from each of its digits), every run of spaces is bounded, and the
+# line is cut to MAX_METRIC_TEXT characters.
+#: ``30.2it/s`` (tqdm), but not the number before a key ``it/s 5.1``: that one is the key's.
+_RATE = re.compile(r"(?<![\d.])(?P<rate>\d+(?:\.\d+)?)\s?(?P<unit>it/s|s/it)\b")
 _KEYED = re.compile(r"\s*[:=]?\s*\d")
 #: ``it/s 5.1``, ``it/s: 5.1``, ``s/it=0.2``: the unit as a key, its value after it.
 _RATE_KEY = re.compile(r"(?<![\w.])(?P<unit>it/s|s/it)\s*[:=]?\s*(?P<rate>\d+(?:\.\d+)?)")
-_SAMPLES = re2.compile(
-    r"(?P<rate>\d+(?:\.\d+)?)\s?(?:samples|tokens|tok)/s(?:ec)?\b|SamplesPerSec=(?P<rate2>\d+(?:\.\d+)?)"
+_SAMPLES = re.compile(
+    r"(?<![\d.])(?P<rate>\d+(?:\.\d+)?)\s?(?:samples|tokens|tok)/s(?:ec)?\b|SamplesPerSec=(?P<rate2>\d+(?:\.\d+)?)"
 )
 #: Seconds a step took: AverageMeter's ``Time 0.414 (0.414)``, mmcv's ``time: 0.512``, Megatron's
 #: ``elapsed time per iteration (ms): 84606.2``. A decimal point is required, so that a clock
@@ -63,12 +63,15 @@ _STEP_TIME = re.compile(
     r"(?P<value>\d+\.\d+)(?P<ms>\s?ms\b)?"
 )
 _MEGATRON_TIME = re.compile(r"elapsed time per iteration \(ms\):\s*(?P<value>\d+(?:\.\d+)?)")
-_MEMORY = re2.compile(
-    r"(?i)\b(?:mem(?:ory)?(?:_usage|_allocated|_reserved)?|gpu_mem|max_mem\w*|rss)\s*[:=]?\s*"
-    r"(?:cuda:\d+\s*)?(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[KMGT]i?B|[MG]\b)"
+_MEMORY = re.compile(
+    r"(?i)\b(?:mem(?:ory)?(?:_usage|_allocated|_reserved)?|gpu_mem|max_mem\w{0,32}|rss)"
+    r"\s{0,32}[:=]?\s{0,32}(?:cuda:\d{1,3}\s{0,32})?(?P<value>\d+(?:\.\d+)?)\s{0,32}"
+    r"(?P<unit>[KMGT]i?B|[MG]\b)"
 )
 _MEMORY_UNITS = {"k": 1 / 2**20, "m": 1 / 2**10, "g": 1.0, "t": 1024.0}
-_PLAIN_STEP = re2.compile(r"(?i)\b(?:global[_ ]step|step|iteration|iter)\s*[:=]?\s*(?P<step>\d+)\b")
+_PLAIN_STEP = re.compile(
+    r"(?i)\b(?:global[_ ]step|step|iteration|iter)\s{0,32}[:=]?\s{0,32}(?P<step>\d+)\b"
+)
 
 _CANONICAL = {
     "loss": "loss",
@@ -132,7 +135,7 @@ _KEYS = "|".join(
     [re.escape(key) for key in sorted(_CANONICAL, key=len, reverse=True)] + [_NAMED_LOSS_KEY]
 )
 _NOT_TRAINING = re.compile(r"(?:^|[\s_/.-])(?:val|valid|validation|eval|test|dev)(?:$|[\s_/.-])")
-_PAIR = re2.compile(
+_PAIR = re.compile(
     rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS})['"]?(?:\s{{0,32}}[:=]\s{{0,32}}|\s{{1,32}})"""
     rf"""(?:\[\s{{0,32}})?['"]?(?P<value>{_NUMBER})"""
 )
@@ -190,10 +193,11 @@ def parse_metrics(text: str) -> dict[str, float]:
     text = text[:MAX_METRIC_TEXT]
     named_loss: float | None = None
     for match in _pairs(text):
-        key = match["key"].lower()
+        # Groups by number: the RE2 wrapper rebuilds its name table on every named lookup.
+        key = match.group(_KEY_GROUP).lower()
         name = _CANONICAL.get(key)
         try:
-            value = _value(match["value"])
+            value = _value(match.group(_VALUE_GROUP))
         except ValueError:
             continue
         if name is None:
@@ -204,33 +208,45 @@ def parse_metrics(text: str) -> dict[str, float]:
             found[name] = value
     if "loss" not in found and named_loss is not None:
         found["loss"] = named_loss
+    lowered = text.lower()
     if "step" not in found:
-        progress = _PROGRESS.search(text)
-        plain = None if progress else _PLAIN_STEP.search(text)
-        step = _finite((progress or plain)["step"]) if progress or plain else None
+        progress = _PROGRESS.search(text) if "/" in text else None
+        plain = None
+        if progress is None and ("step" in lowered or "iter" in lowered):
+            plain = _PLAIN_STEP.search(text)
+        written = progress["step"] if progress else plain.group(1) if plain else None
+        step = _finite(written) if written is not None else None
         if step is not None:
             found = {"step": step, **found}
-    _rates_and_memory(text, found)
+    _rates_and_memory(text, lowered, found)
     if not any(name not in ("step", "epoch", "lr", "bar_total") for name in found):
         return {}
     return found
 
 
-def _rates_and_memory(text: str, found: dict[str, float]) -> None:
-    """Throughput (``it_s``, with ``bar_total`` naming its progress bar) and ``memory_gib``."""
-    rate = _RATE_KEY.search(text) if "/s" in text or "/it" in text else None
-    if rate is None:
-        rate = next((m for m in _RATE.finditer(text) if not _KEYED.match(text, m.end())), None)
-    value = _finite(rate["rate"]) if rate else None
+def _rates_and_memory(text: str, lowered: str, found: dict[str, float]) -> None:
+    """Throughput (``it_s``, with ``bar_total`` naming its progress bar) and ``memory_gib``.
+
+    Each regex runs only on lines holding its words: most metric lines hold none of them, and
+    a call into RE2 costs more than the substring tests."""
+    rate: tuple[str, str] | None = None  # (number, unit)
+    if "/s" in text or "/it" in text:
+        keyed = _RATE_KEY.search(text)
+        if keyed:
+            rate = (keyed["rate"], keyed["unit"])
+        else:
+            tqdm = next((m for m in _RATE.finditer(text) if not _KEYED.match(text, m.end())), None)
+            rate = (tqdm.group(1), tqdm.group(2)) if tqdm else None
+    value = _finite(rate[0]) if rate else None
     if rate and value is not None:
-        found["it_s"] = value if rate["unit"] == "it/s" else (1 / value if value else 0.0)
+        found["it_s"] = value if rate[1] == "it/s" else (1 / value if value else 0.0)
         progress = _PROGRESS.search(text)
         total = _finite(progress["total"]) if progress else None
         if total is not None:
             found["bar_total"] = total
-    elif not rate:
+    elif not rate and ("/s" in text or "persec" in lowered):
         samples = _SAMPLES.search(text)
-        value = _finite(samples["rate"] or samples["rate2"]) if samples else None
+        value = _finite(samples.group(1) or samples.group(2)) if samples else None
         if value is not None:
             found["samples_s"] = value
     # Most metric lines carry no timer: a substring test spares them two regex searches.
@@ -239,7 +255,7 @@ def _rates_and_memory(text: str, found: dict[str, float]) -> None:
     seconds = _finite(step_time["value"]) if step_time else None
     if seconds is not None:
         found["step_time_s"] = seconds / 1000 if megatron or step_time["ms"] else seconds
-    memory = _MEMORY.search(text)
-    value = _finite(memory["value"]) if memory else None
+    memory = _MEMORY.search(text) if "mem" in lowered or "rss" in lowered else None
+    value = _finite(memory.group(1)) if memory else None
     if memory and value is not None:
-        found["memory_gib"] = value * _MEMORY_UNITS[memory["unit"][0].lower()]
+        found["memory_gib"] = value * _MEMORY_UNITS[memory.group(2)[0].lower()]
