@@ -67,7 +67,7 @@ def names(expression: str) -> list[str]:
         if name is not None:
             found.append(name)
         elif isinstance(node, ast.Constant) and _is_number(node.value):
-            pass
+            return  # a number reads no field
         elif isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
             walk(node.left)
             walk(node.right)

@@ -86,25 +86,31 @@ EXPLODED = {"loss": 1e5, "grad_norm": 1e5}
 FEW_POINTS = 3
 
 
+def _divergence(name: str, at: Point, points: list[Point], baseline: float) -> Draft:
+    """A ``divergence`` draft for the few-point detectors: the value ``at`` against the run's
+    best and the level before it went wrong."""
+    best = min(points, key=lambda p: p.value)
+    fields = {
+        "metric": name,
+        "value": round(at.value, 6),
+        "best": round(best.value, 6),
+        "baseline": round(baseline, 6),
+        "ratio": round(at.value / best.value, 2) if best.value > 0 else 0.0,
+        **_where(at),
+    }
+    return Draft("divergence", fields)
+
+
 def exploded(name: str, points: list[Point]) -> Draft | None:
     """The last few values are all of a magnitude no healthy run reaches, and not falling."""
     limit = EXPLODED.get(name)
     tail = points[-FEW_POINTS:]
     if limit is None or len(tail) < FEW_POINTS or any(abs(p.value) < limit for p in tail):
         return None
-    best = min(points, key=lambda p: p.value)
     baseline = _median(points[: max(1, len(points) // 2)])
     if tail[-1].value < tail[0].value / 10 and tail[-1].value <= 100 * abs(baseline):
         return None  # coming back down to the run's own scale: a spike it recovered from
-    fields = {
-        "metric": name,
-        "value": round(tail[-1].value, 6),
-        "best": round(best.value, 6),
-        "baseline": round(baseline, 6),
-        "ratio": round(tail[-1].value / best.value, 2) if best.value > 0 else 0.0,
-        **_where(tail[-1]),
-    }
-    return Draft("divergence", fields)
+    return _divergence(name, tail[-1], points, baseline)
 
 
 #: A jump is this many times the level before it, and at least this much in absolute terms.
@@ -132,16 +138,7 @@ def jumped(name: str, points: list[Point]) -> Draft | None:
         level = _median(before[-20:])
         floor = max(JUMP_RATIO * level, level + JUMP_MIN)
         if level > 0 and min(p.value for p in after) >= floor:
-            best = min(points, key=lambda p: p.value)
-            fields = {
-                "metric": name,
-                "value": round(after[-1].value, 6),
-                "best": round(best.value, 6),
-                "baseline": round(level, 6),
-                "ratio": round(after[-1].value / best.value, 2) if best.value > 0 else 0.0,
-                **_where(after[-1]),
-            }
-            return Draft("divergence", fields)
+            return _divergence(name, after[-1], points, level)
     return None
 
 
@@ -162,16 +159,7 @@ def erratic(name: str, points: list[Point]) -> Draft | None:
     if len(huge) < 3 or jumps < 3:
         return None
     worst = max(tail, key=lambda p: p.value)
-    best = min(points, key=lambda p: p.value)
-    fields = {
-        "metric": name,
-        "value": round(worst.value, 6),
-        "best": round(best.value, 6),
-        "baseline": round(_median(points[: max(1, len(points) // 2)]), 6),
-        "ratio": round(worst.value / best.value, 2) if best.value > 0 else 0.0,
-        **_where(worst),
-    }
-    return Draft("divergence", fields)
+    return _divergence(name, worst, points, _median(points[: max(1, len(points) // 2)]))
 
 
 #: Class counts whose chance-level cross-entropy, ln(k), a stuck classifier prints for ever.

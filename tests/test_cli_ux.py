@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -69,11 +70,9 @@ def test_a_healthy_log_says_so_on_a_terminal_and_nothing_in_a_pipe() -> None:
         os.close(terminal)
         assert process.wait(timeout=120) == 0, process.stderr.read()
         output = b""
-        try:
+        with contextlib.suppress(OSError):  # the terminal closed (EIO): all was read
             while chunk := reader.read(4096):
                 output += chunk
-        except OSError:  # the terminal closed: all was read
-            pass
     lines = [line for line in output.decode().splitlines() if line.strip()]
     assert lines == [f"no problem found: {HEALTHY} looks healthy"]
 

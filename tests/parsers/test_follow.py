@@ -66,20 +66,28 @@ class Collector:
             self.pump()
 
 
-@pytest.fixture
-def follow() -> Iterator[Callable[..., Collector]]:
+def following(**defaults: object) -> Iterator[Callable[..., Collector]]:
+    """Start followers on demand (``make(*targets, **options)``, ``defaults`` under the
+    options); stop every one when the generator is closed. The fixtures yield from it."""
     started: list[Follower] = []
 
     def make(*targets: Path, **options: object) -> Collector:
-        options = {"poll_interval": 0.02, "drain_seconds": 0.3, **options}
+        options = {"poll_interval": 0.02, **defaults, **options}
         follower = Follower(list(targets), **options)  # type: ignore[arg-type]
         follower.start()
         started.append(follower)
         return Collector(follower)
 
-    yield make
-    for follower in started:
-        follower.stop()
+    try:
+        yield make
+    finally:
+        for follower in started:
+            follower.stop()
+
+
+@pytest.fixture
+def follow() -> Iterator[Callable[..., Collector]]:
+    yield from following(drain_seconds=0.3)
 
 
 def append(path: Path, data: bytes) -> None:

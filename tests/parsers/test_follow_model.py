@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 from follow_model import run_sequence
-from test_follow import Collector, append
+from test_follow import Collector, append, following
 
-from crashcart.parsers.follow import Follower, Notice
+from crashcart.parsers.follow import Notice
 
 SEEDS = [int(s) for s in os.environ.get("CRASHCART_FOLLOW_SEEDS", "20251123 20251124 7 8").split()]
 
@@ -37,18 +37,7 @@ def test_model(seed: int, tmp_path: Path) -> None:
 
 @pytest.fixture
 def follow() -> Iterator[Callable[..., Collector]]:
-    started: list[Follower] = []
-
-    def make(*targets: Path, **options: object) -> Collector:
-        options = {"poll_interval": 0.02, "drain_seconds": 30.0, **options}
-        follower = Follower(list(targets), **options)  # type: ignore[arg-type]
-        follower.start()
-        started.append(follower)
-        return Collector(follower)
-
-    yield make
-    for follower in started:
-        follower.stop()
+    yield from following(drain_seconds=30.0)
 
 
 @pytest.mark.parametrize("poll", [True, False], ids=["poll", "events"])
