@@ -176,6 +176,10 @@ def _failure_text(fact: Fact) -> tuple[str, str]:
     """What failed and its message, as an unrecognised diagnosis names them."""
     fields = fact.fields
     if fact.kind == "exception":
+        if fields.get("cut"):
+            calls, files = fields.get("calls", "").split(), fields.get("files", "").split()
+            where = f"the innermost frame is {calls[-1]} in {files[-1]}" if calls and files else ""
+            return "a traceback cut before its error line", where
         name = fields.get("qualname", fields.get("type", "Exception"))
         return name, fields.get("detail") or fields.get("message", "")
     if fact.kind in _ENDING_KINDS:

@@ -9,6 +9,7 @@ exits, a C++ extension prints it, a pasted excerpt keeps only it. Real examples:
     THCudaCheck FAIL file=mmdet/ops/roi_align/src/roi_align_kernel.cu line=139 error=98 :
     Exception raised from findAlgorithms at /pytorch/aten/src/ATen/native/cudnn/Conv.cpp:550 (most recent call first):
     bd73ab638b22:502:568 [0] include/alloc.h:112 NCCL WARN Cuda failure 999 'unknown error'
+    c39f5cf046aa:4533:4667 [0] NCCL INFO misc/socket.cc:619 -> 2
     (raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM)
     /usr/local/cuda/include/cuda_fp16.h:12: fatal error: cuda_runtime.h: No such file or directory
 
@@ -19,6 +20,8 @@ which form it took; all but ``logger`` are failures in their own right (see
 
     >>> [d.fields["signature"] for d in parse("error in roi_align_forward_cuda: invalid argument")]
     ['error_in']
+    >>> parse("host:1:2 [0] NCCL INFO misc/socket.cc:619 -> 2")[0].fields["message"]
+    'misc/socket.cc:619 returned ncclSystemError (2)'
     >>> parse("RuntimeError: CUDA error: out of memory")  # an exception line is not one of these
     []
 """
@@ -47,6 +50,8 @@ TRIGGERS: dict[str, str] = {
     "cxx_raised": r"Exception raised from \S+ at ",
     "nccl_warn_failure": _NCCL_FAILURE,
     "compiler": r"(?:fatal error|error): [\w'\"/]",
+    # NCCL traces a failing call's way out at INFO level, one ``file:line -> code`` per frame.
+    "nccl_trace": r"NCCL INFO [\w/.]+\.(?:cc|h|cu):\d+ -> [1-6]\b",
 }
 
 #: How an unrecognised diagnosis names each form.
@@ -57,9 +62,21 @@ SIGNATURE_NAMES = {
     "cxx_raised": "a C++ exception",
     "nccl_warn_failure": "an NCCL failure",
     "compiler": "a compiler error",
+    "nccl_trace": "an NCCL call that failed",
 }
 #: Signatures that show a failure by their form alone; a logger's ERROR may be routine.
-FAILURE_SIGNATURES = frozenset({"error_in", "thc_check", "cxx_raised", "nccl_warn_failure"})
+FAILURE_SIGNATURES = frozenset(
+    {"error_in", "thc_check", "cxx_raised", "nccl_warn_failure", "nccl_trace"}
+)
+#: ncclResult_t codes as NCCL's ``file:line -> code`` trace prints them (nccl.h).
+_NCCL_RESULTS = {
+    "1": "ncclUnhandledCudaError",
+    "2": "ncclSystemError",
+    "3": "ncclInternalError",
+    "4": "ncclInvalidArgument",
+    "5": "ncclInvalidUsage",
+    "6": "ncclRemoteError",
+}
 
 _COMPILED = {name: re.compile(rx) for name, rx in TRIGGERS.items()}
 _LEVEL_MESSAGE = re.compile(rf"{_LEVEL}\W{{0,4}}(?:[\w.]+:\d*\s*-*\s*)?(?P<message>.*)")
@@ -73,6 +90,10 @@ def _message(signature: str, text: str) -> str:
     if signature == "error_level":
         match = _TRAILING_LEVEL.search(text) or _LEVEL_MESSAGE.search(text)
         return match["message"].strip() if match else text.strip()
+    if signature == "nccl_trace":
+        where, code = text.split("NCCL INFO ", 1)[1].split(" -> ", 1)
+        code = code.strip()[:1]
+        return f"{where.strip()} returned {_NCCL_RESULTS.get(code, code)} ({code})"
     for marker in ("error in ", "THCudaCheck FAIL ", "Exception raised from ", "NCCL WARN "):
         if marker in text:
             return text.split(marker, 1)[1].strip()

@@ -705,7 +705,15 @@ class Extractor:
         lines = state.tail.split(b"\n")
         if lines and not lines[-1]:
             lines.pop()  # the newline that ends the file
-        for back, raw in enumerate(reversed(lines[-waits.TAIL_LINES :])):
+        # Set-up chatter printed while the bar sat at 0 (NCCL building its rings for the first
+        # collective) comes after the bar, not instead of a step.
+        end = len(lines)
+        while end and waits.CHATTER.search(lines[end - 1]):
+            end -= 1
+        back_from = len(lines) - end
+        for back, raw in enumerate(
+            reversed(lines[max(0, end - waits.TAIL_LINES) : end]), back_from
+        ):
             shown = [part for part in raw.split(b"\r") if part.strip()]
             if shown and waits.AT_ZERO.search(shown[-1]):
                 line = make_line(state.name, state.lineno - back, raw, state.default_rank)
@@ -759,6 +767,8 @@ class Extractor:
                 "chained": index > 0,
                 "steps_logged": self.series.points,
             }
+            if exc.cut:
+                fields["cut"] = True
             if index > 0:
                 fields["cause_type"] = members[index - 1].type
             if interrupted[index] is not None:
@@ -1035,6 +1045,18 @@ def _traceback_evidence(
         return []
     if bare:
         return lines[: _MAX_MESSAGE_EVIDENCE + 1]
+    if final.cut:  # no message: the user's frame and the innermost frame with its code line
+        innermost = max(
+            (i for i, line in enumerate(lines) if line.text.lstrip().startswith("File ")),
+            default=len(lines) - 1,
+        )
+        own = [
+            line
+            for line in lines[:innermost]
+            if line.text.lstrip().startswith("File ")
+            and not traceback.is_library_file(traceback.frame_file(line.text) or "")
+        ]
+        return own[-1:] + lines[innermost : innermost + 2]
     start = len(lines) - 1
     first_message_line = final.message.split("\n", 1)[0]
     for index in range(len(lines) - 1, -1, -1):

@@ -192,6 +192,9 @@ class ExceptionInfo:
     #: Raised inside an ``except`` block handling the exception before it ("During handling of
     #: the above exception, another exception occurred"): a secondary failure, not the cause.
     while_handling: bool = False
+    #: The block ended before its exception line (a paste cut short, a log cut by a kill): the
+    #: frames are known, the exception is not.
+    cut: bool = False
 
     @property
     def type(self) -> str:
@@ -296,7 +299,9 @@ def parse_block(lines: list[str]) -> Traceback | None:
         frames = []
         handling = False
     if not exceptions:
-        return None
+        if not frames:
+            return None
+        return Traceback(ExceptionInfo("", "", frames, cut=True), [], omitted)
     return Traceback(exceptions[-1], exceptions[:-1], omitted)
 
 

@@ -43,6 +43,10 @@ _SIGNATURES = (
     ("waiting", re.compile(r"(?i)\bwaiting\b")),
 )
 
+#: Lines a process prints while it sets up a collective, not training: NCCL's INFO lines and
+#: banner, c10d's ``[I ProcessGroupNCCL.cpp:...]`` notes.
+CHATTER = re.compile(rb"NCCL INFO |^NCCL version |^\[I (?:ProcessGroup|socket)")
+
 #: A file that ends within this many lines of a wait line ends on it.
 TAIL_LINES = 4
 #: Bytes of a file's end kept to look for a progress bar that never moved.

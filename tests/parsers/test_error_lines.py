@@ -50,6 +50,11 @@ from crashcart.parsers import error_lines
             "Some NCCL operations have failed or timed out.",
         ),
         (
+            "c39f5cf046aa:4533:4667 [0] NCCL INFO misc/socket.cc:619 -> 2",
+            "nccl_trace",
+            "misc/socket.cc:619 returned ncclSystemError (2)",
+        ),
+        (
             "/usr/include/cuda_fp16.h:12: fatal error: cuda_runtime.h: No such file or directory",
             "compiler",
             "cuda_runtime.h: No such file or directory",
@@ -72,6 +77,9 @@ def test_error_line_forms(line: str, signature: str, message: str) -> None:
         "Validation finished: 0 errors",
         "node1:1:1 [0] NCCL WARN NET/Plugin : Plugin load returned 2 : libnccl-net.so",
         "step 12 loss 0.53 error_rate 0.1",
+        # ncclInProgress (7): a non-blocking communicator still setting up, not a failure.
+        "node1:1:1 [0] NCCL INFO init.cc:1234 -> 7",
+        "node1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
     ],
 )
 def test_not_error_lines(line: str) -> None:

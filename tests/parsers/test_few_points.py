@@ -135,3 +135,65 @@ def test_a_bar_that_moved_on_is_not_a_hang() -> None:
     moved = "Epoch 0:   0%|          | 0/100 [00:00<?, ?it/s]\rEpoch 0:  50%|#####     | 50/100\n"
     assert run_text(moved).diagnoses == []
     assert run_text(STUCK_AT_ZERO + "step 1 loss 2.0\n" * 5).diagnoses == []
+
+
+def test_set_up_chatter_after_a_bar_at_zero_still_ends_on_the_bar() -> None:
+    # Posted in pytorch/examples#1160: NCCL's first communicator set-up, then nothing.
+    report = run_text(
+        """\
+        r0 Training Epoch:   0%|          | 0/188 [00:00<?, ?it/s]
+        g3:3183:3183 [0] NCCL INFO Bootstrap : Using eno1:160.202.129.119<0>
+        g3:3183:3183 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: cannot open shared object file: No such file or directory
+        g3:3183:3183 [0] NCCL INFO NET/Plugin : No plugin found, using internal implementation
+        g3:3183:3183 [0] NCCL INFO cudaDriverVersion 12010
+        NCCL version 2.18.1+cuda12.1
+        g3:3342:3342 [1] NCCL INFO cudaDriverVersion 12010
+        """
+    )
+    assert categories(report) == ["hang"]
+    assert report.diagnoses[0].fields["wait"] == "progress_at_zero"
+    assert report.diagnoses[0].evidence[0].lineno == 1
+
+
+def test_nccl_chatter_alone_is_not_a_hang() -> None:
+    report = run_text(
+        """\
+        node:1:2 [0] NCCL INFO Ring 00 : 60 -> 56 [receive] via NET/Socket/0
+        node:1:2 [0] NCCL INFO Ring 00 : 56 -> 60 [send] via NET/Socket/0
+        """
+    )
+    assert report.diagnoses == []
+
+
+CUT_IN_A_WAIT = """\
+  File "/work/acodet/torch_train.py", line 115, in train
+    for batch in val_loader:
+  File "/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py", line 741, in __next__
+    data = self._next_data()
+  File "/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py", line 1310, in _try_get_data
+    data = self._data_queue.get(timeout=timeout)
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+"""
+
+
+def test_a_traceback_cut_inside_a_wait_is_a_hang() -> None:
+    # Posted in acodet#47: the stack of a run stuck before its second epoch, no error line.
+    report = run_text(CUT_IN_A_WAIT)
+    assert categories(report) == ["hang"]
+    assert report.diagnoses[0].rule == "hang.cut_while_waiting"
+    # The user's frame and the innermost frame with its code, not the caret line.
+    assert [line.lineno for line in report.diagnoses[0].evidence] == [1, 5, 6]
+
+
+def test_a_traceback_cut_before_its_error_line_is_never_silent() -> None:
+    # Posted in QueryDet-PyTorch: the paste ends on the frames.
+    report = run_text(
+        """\
+        Traceback (most recent call last):
+          File "train_tools/coco_train.py", line 135, in setup
+            cfg.merge_from_file(args.config_file)
+        """
+    )
+    assert categories(report) == ["unrecognised"]
+    assert "cut before its error line" in report.diagnoses[0].title
+    assert "setup in train_tools/coco_train.py" in report.diagnoses[0].summary
