@@ -36,6 +36,7 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "chained": "true when it was raised while handling another exception",
         "cause_type": "class name of the exception it was raised from, if chained",
         "cut": "true when the traceback ends before its exception line (type and message empty)",
+        "code": "the innermost frame's line of code, for a cut traceback",
         "steps_logged": "metric lines seen before it",
     },
     "cuda_oom": {

@@ -52,6 +52,11 @@ PERSISTED = 2
 #: A scale this small after this many overflows means fp16 cannot represent the values.
 COLLAPSED_SCALE = 8.0
 MIN_OVERFLOWS = 3
+#: fairseq's scaler starts at 128, not 2**16 like torch's, apex's and DeepSpeed's, and probes
+#: upwards every window, so its "setting loss scale to: 4.0" notes are routine: the same depth
+#: below its start is 2**13 times smaller.
+_SMALL_START = re.compile(r"(?i)NOTE: overflow detected, setting loss scale to")
+COLLAPSED_SMALL_START = COLLAPSED_SCALE / 2**13
 _WATCHED = ("loss", "grad_norm", "eval_loss")
 SERIES_CAPACITY = 2048
 #: Metric lines remembered to recognise the same line in a second file (a bounded memory).
@@ -305,8 +310,9 @@ class SeriesTracker:
         scale = float(match["scale"]) if match else None
         if scale is not None and self._first_scale is None:
             self._first_scale = scale
+        threshold = COLLAPSED_SMALL_START if _SMALL_START.search(text) else COLLAPSED_SCALE
         collapsed = at_minimum or (
-            scale is not None and scale <= COLLAPSED_SCALE and self._overflows >= MIN_OVERFLOWS
+            scale is not None and scale <= threshold and self._overflows >= MIN_OVERFLOWS
         )
         if not collapsed or "loss_scale" in self._reported:
             return []

@@ -585,7 +585,9 @@ class Extractor:
                 for draft in self._safe_parse(module, line.text, line):
                     draft.fields.setdefault("phase", "unknown")
                     draft.fields.setdefault("steps_logged", self.series.points)
-                    out.append(Finding(draft, [line], line.rank))
+                    # A line with no rank prefix may name one ("process rank 7 ... exited").
+                    rank = line.rank if line.rank is not None else draft.fields.get("rank")
+                    out.append(Finding(draft, [line], rank))
             if "ChildFailedError" in line.text:
                 state.elastic_wait = _ELASTIC_WAIT_LINES
 
@@ -697,7 +699,8 @@ class Extractor:
         if state.last_wait is None:
             return None
         line, kind, points_then = state.last_wait
-        if state.lineno - line.lineno > waits.TAIL_LINES or points != points_then:
+        reach = waits.DUMP_TAIL_LINES if kind == "stack_dump" else waits.TAIL_LINES
+        if state.lineno - line.lineno > reach or points != points_then:
             return None
         return line, kind
 
@@ -769,6 +772,8 @@ class Extractor:
             }
             if exc.cut:
                 fields["cut"] = True
+                # The call in progress in the innermost frame: all that says where it stopped.
+                fields["code"] = exc.frames[-1].code[:200] if exc.frames else ""
             if index > 0:
                 fields["cause_type"] = members[index - 1].type
             if interrupted[index] is not None:

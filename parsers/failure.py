@@ -12,6 +12,7 @@ traceback at all. Real examples::
     Segmentation fault (core dumped)
     Fatal Python error: Aborted
     [1]    31337 killed     python train.py
+    mpirun noticed that process rank 7 with PID 0 on node n1 exited on signal 9 (Killed).
     subprocess.CalledProcessError: Command '['python', 'train.py']' returned non-zero exit status 1.
     [2023-05-01 12:00:03,114] [ERROR] [launch.py:434:sigkill_handler] exits with return code = -11
 
@@ -49,7 +50,7 @@ _CORE_SIGNAL = (
 _SHELL = r"\[\d+\]\s+\d+ (killed|segmentation fault|abort|bus error)\s"
 _HANDLER = r"\] Signal: [A-Z][a-z][\w ]* \((\d+)\)"
 _RECEIVED = (
-    r"(?:received|caught|got|with|by) signal:? (?:(\d+)|(SIG[A-Z]+))"
+    r"(?:received|caught|got|with|by|exited on) signal:? (?:(\d+)|(SIG[A-Z]+))"
     r"|signal (\d+) \((SIG[A-Z]+)\) received"  # torchrun's "signal 9 (SIGKILL) received by PID"
 )
 _EXIT_WORDS = (
@@ -100,6 +101,8 @@ _SHELL_KILLED = re.compile(f"^{_SHELL}")
 _SIGNAL = re.compile(f"(?i){_RECEIVED}")
 _HANDLER_SIGNAL = re.compile(_HANDLER)
 _EXIT = re.compile(f"(?i){_EXIT_WORDS}")
+#: Open MPI names the rank that died: "process rank 7 with PID 0 on node n1 exited on signal 9".
+_MPI_RANK = re.compile(r"\bprocess rank (\d+) with PID\b")
 
 
 def bare_exception(text: str) -> str | None:
@@ -165,6 +168,8 @@ def parse(text: str) -> list[Draft]:
                 received.group(2) or received.group(4),
             )
             fields["signal_name"] = name.upper() if name else _signal_name(int(number))
+        if received and (rank := _MPI_RANK.search(stripped)):
+            fields["rank"] = int(rank.group(1)[:6])
         handler = _HANDLER_SIGNAL.search(stripped)
         if handler:
             fields["signal_name"] = _signal_name(int(handler.group(1)))

@@ -7,11 +7,14 @@ Examples of what it reads::
     Epoch 0:  45%|████▌     | 45/100 [00:01<00:01, 30.2it/s, v_num=0, train_loss=0.512]  # Lightning
     steps:  10%|█         | 100/1000 [01:00<09:00,  1.66it/s, avr_loss=0.123]          # kohya
     iteration      100/    1000 | lm loss: 6.5E+00 | loss scale: 65536.0 | grad norm: 1.2  # Megatron
+    [Iteration 45459] Throughput is 447.2 records/second. Loss is Infinity.           # BigDL
 
     >>> parse_metrics("{'loss': nan, 'grad_norm': inf, 'learning_rate': 5e-05, 'epoch': 0.4}")
     {'loss': nan, 'grad_norm': inf, 'lr': 5e-05, 'epoch': 0.4}
     >>> parse_metrics("Epoch 0:  45%|####  | 45/100 [00:01<00:01, 30.2it/s, train_loss=0.512]")
-    {'step': 45.0, 'loss': 0.512}
+    {'step': 45.0, 'epoch': 0.0, 'loss': 0.512, 'it_s': 30.2, 'bar_total': 100.0}
+    >>> parse_metrics("[Iteration 45459] Throughput is 447.2 records/second. Loss is Infinity.")
+    {'step': 45459.0, 'loss': inf}
 
 Metric lines are the one kind of line that is frequent, so this stays a single compiled regex
 over the candidate line; no pyparsing here.
@@ -26,12 +29,12 @@ from typing import Any
 
 TRIGGERS = {
     # Non-finite values are rare and must never be sampled away: the main prefilter finds them.
-    "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm)(?:[ _](?:total|sum|avg|mean))?['\"]?\s*[:=]?\s*['\"]?\s*[-+]?(?:nan|inf)",
+    "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm)(?:[ _](?:total|sum|avg|mean))?['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*[-+]?(?:nan|inf)",
 }
 #: What makes a line a metric line. Metric lines can be half of a log, so they are not part of
 #: the main prefilter: a run's first ones are all found, later ones sampled (see extract.py).
 METRIC_TRIGGERS = {
-    "metric_loss": r"(?i)loss(?:[ _](?:total|sum|avg|mean))?['\"]?\s*[:=]?\s*['\"]?\s*[-+]?(?:\d|\.\d|nan|inf)",
+    "metric_loss": r"(?i)loss(?:[ _](?:total|sum|avg|mean))?['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*[-+]?(?:\d|\.\d|nan|inf)",
     "metric_grad_norm": r"(?i)grad[_ ]norm['\"]?\s*[:=]?\s*['\"]?[-+]?(?:\d|nan|inf)",
     "metric_ppl": r"(?i)\bppl\s*[:=]\s*\d",
     "metric_rate": r"\d(?:it/s|s/it)\b|\d ?(?:samples|tokens|tok)/s|SamplesPerSec=\d",
@@ -136,10 +139,12 @@ _KEYS = "|".join(
 )
 _NOT_TRAINING = re.compile(r"(?:^|[\s_/.-])(?:val|valid|validation|eval|test|dev)(?:$|[\s_/.-])")
 _PAIR = re.compile(
-    rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS})['"]?(?:\s{{0,32}}[:=]\s{{0,32}}|\s{{1,32}})"""
+    rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS})['"]?(?:\s{{0,32}}[:=]\s{{0,32}}|\s{{1,32}}is\s{{1,32}}|\s{{1,32}})"""
     rf"""(?:\[\s{{0,32}})?['"]?(?P<value>{_NUMBER})"""
 )
-_NUMBER_GOES_ON = re.compile(r"[\w.]")
+#: A number followed by a letter, a digit or a dot and more (a version, a path) goes on; a
+#: sentence's full stop ends it ("Loss is 1.308916. Current learning rate ...").
+_NUMBER_GOES_ON = re.compile(r"\w|\.\w")
 _KEY_GROUP, _VALUE_GROUP = _PAIR.groupindex["key"], _PAIR.groupindex["value"]
 #: Characters of a line read for metrics: metric lines are short, a long line is something else
 #: that happens to mention a loss (and each regex below costs time per character).

@@ -319,39 +319,57 @@ def memory_growth(name: str, points: list[Point]) -> Draft | None:
 
 
 def overfitting(eval_points: list[Point], train_points: list[Point]) -> Draft | None:
-    """Validation loss rising for 3+ evaluations after its best while training loss falls."""
-    if len(eval_points) < 4 or len(train_points) < 4:
+    """Validation loss rising after its best while training loss falls.
+
+    Many evaluations: rising for 3+ of them, or settled well above the best. Few (people paste
+    the last two or three): every evaluation since the best higher than the one before, with
+    the last 10% above the best, or, from two, a validation loss three times the training loss
+    and still rising (a model learning its training set by heart).
+    """
+    if len(eval_points) < 2 or len(train_points) < 2:
         return None
     best_at = min(range(len(eval_points)), key=lambda i: eval_points[i].value)
     after = eval_points[best_at:]
     best, last = after[0], after[-1]
-    if len(after) < 4 or last.value < 1.05 * best.value:
-        return None
-    ups = sum(b.value > a.value for a, b in itertools.pairwise(after))
-    # Rising step by step, or (a noisy validation set) settled well above its best and still
-    # higher in the second half of the evaluations since the best than in the first.
-    values = [p.value for p in after]
-    half = len(values) // 2
-    risen = statistics.median(values[-max(3, len(values) // 3) :]) >= 1.25 * best.value
-    rising = statistics.median(values[half:]) >= 1.1 * statistics.median(values[:half])
-    if ups < (len(after) - 1) * 2 / 3 and not (risen and rising):
+    if len(after) < 2 or last.value <= best.value:
         return None
     train_then = [p.value for p in train_points if p.index <= best.index][-TAIL:]
     train_now = [p.value for p in train_points if p.index > best.index][-TAIL:]
     if not train_then or not train_now:
         return None
-    if statistics.median(train_now) >= statistics.median(train_then):
+    then, now = statistics.median(train_then), statistics.median(train_now)
+    if now >= then:
+        return None
+    values = [p.value for p in after]
+    climbing = all(b > a for a, b in itertools.pairwise(values))
+    if not (
+        _rose_over_many(values, len(eval_points))
+        or (climbing and len(values) >= 3 and last.value >= 1.1 * best.value)
+        or (climbing and now > 0 and last.value >= 3 * now)
+    ):
         return None
     fields = {
         "best_eval": round(best.value, 6),
         "last_eval": round(last.value, 6),
         "evals_since_best": len(after) - 1,
-        "train_then": round(statistics.median(train_then), 6),
-        "train_now": round(statistics.median(train_now), 6),
+        "train_then": round(then, 6),
+        "train_now": round(now, 6),
         **({"best_step": int(best.step)} if best.step is not None else {}),
         **_where(last),
     }
     return Draft("overfitting", fields)
+
+
+def _rose_over_many(values: list[float], evaluations: int) -> bool:
+    """Four or more evaluations from the best on: rising step by step, or (a noisy validation
+    set) settled well above the best and higher in the second half than in the first."""
+    if evaluations < 4 or len(values) < 4 or values[-1] < 1.05 * values[0]:
+        return False
+    ups = sum(b > a for a, b in itertools.pairwise(values))
+    half = len(values) // 2
+    risen = statistics.median(values[-max(3, len(values) // 3) :]) >= 1.25 * values[0]
+    rising = statistics.median(values[half:]) >= 1.1 * statistics.median(values[:half])
+    return ups >= (len(values) - 1) * 2 / 3 or (risen and rising)
 
 
 def silence(progress: list[Point], last_time: float | None, stopped: bool = False) -> Draft | None:

@@ -7,6 +7,7 @@ its very end, when no training step came after them. Real examples::
     Using /root/.cache/torch_extensions/py310_cu118 as PyTorch extensions root...
     Loading extension module fused_adam...
     [I socket.cpp:624] Waiting in store based barrier to initialize process group for rank: 6
+    initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/8                    # Lightning, then nothing
     Timeout (0:10:00)!                                   # faulthandler.dump_traceback_later
     Thread 0x00007f3a (most recent call first):           # a faulthandler or py-spy stack dump
 
@@ -20,6 +21,9 @@ import re
 
 TRIGGERS: dict[str, str] = {
     "waiting": r"(?i)\bwaiting (?:in|for|on)\b|store based barrier|Lock file exists",
+    # The process group's set-up, which a healthy run logs once and then moves past.
+    "process_group_init": r"(?i)initializing (?:ddp|distributed): GLOBAL_RANK"
+    r"|Initializing TorchBackend in DeepSpeed",
     "extension_build": r"as PyTorch extensions root|(?:Loading|Building) extension module",
     "stack_dump": r"Timeout \(\d+:\d\d:\d\d\)!|Thread 0x[0-9a-fA-F]+ \(most recent call first\)"
     r"|Thread \S+ \((?:idle|active)\)",
@@ -37,6 +41,7 @@ _SIGNATURES = (
         "rendezvous",
         re.compile(
             r"(?i)store based barrier|waiting (?:in|for|on) .*(?:rank|node|process group|rendezvous|worker)"
+            r"|initializing (?:ddp|distributed): GLOBAL_RANK|Initializing TorchBackend"
         ),
     ),
     ("stack_dump", re.compile(r"Timeout \(\d|Thread \S+ \((?:most recent|idle|active)")),
@@ -49,6 +54,8 @@ CHATTER = re.compile(rb"NCCL INFO |^NCCL version |^\[I (?:ProcessGroup|socket)")
 
 #: A file that ends within this many lines of a wait line ends on it.
 TAIL_LINES = 4
+#: ... or within this many of a stack dump's thread header: each thread's frames follow it.
+DUMP_TAIL_LINES = 64
 #: Bytes of a file's end kept to look for a progress bar that never moved.
 TAIL_BYTES = 4096
 

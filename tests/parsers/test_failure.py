@@ -134,3 +134,13 @@ def test_an_exception_python_ignored_is_not_a_failure() -> None:
         """
     )
     assert report.diagnoses == []
+
+
+def test_open_mpi_names_the_rank_killed_by_a_signal() -> None:
+    report = run_text(
+        "mpirun noticed that process rank 7 with PID 0 on node HOSTNAME exited on signal 9"
+        " (Killed).\n"
+    )
+    assert categories(report) == ["host_oom"]
+    assert report.diagnoses[0].ranks == [7]
+    assert "(rank 7)" in report.diagnoses[0].summary

@@ -197,3 +197,121 @@ def test_a_traceback_cut_before_its_error_line_is_never_silent() -> None:
     assert categories(report) == ["unrecognised"]
     assert "cut before its error line" in report.diagnoses[0].title
     assert "setup in train_tools/coco_train.py" in report.diagnoses[0].summary
+
+
+def test_a_loss_printed_as_a_sentence_is_read() -> None:
+    # Posted in intel-analytics/BigDL: the last record's loss is Infinity.
+    report = run_text(
+        """\
+        [Epoch 64 736512/1281167][Iteration 45457] Throughput is 408.40378 records/second. Loss is 1.2645824. Current learning rate is 0.046284164
+        [Epoch 64 738304/1281167][Iteration 45458] Throughput is 398.6954 records/second. Loss is 1.308916. Current learning rate is 0.0462827653
+        [Epoch 64 740096/1281167][Iteration 45459] Throughput is 447.22968 records/second. Loss is Infinity. Current learning rate is 0.046281366
+        """
+    )
+    assert categories(report) == ["nan_loss"]
+    assert report.diagnoses[0].fields["step"] == 45459
+
+
+def test_fairseqs_routine_loss_scale_notes_are_not_a_collapse() -> None:
+    # Posted in fairseq#3199: fairseq's scaler starts at 128 and probes; the maintainer: normal.
+    notes = "".join(
+        f"2021-01-26 03:0{i}:32 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss"
+        f" scale to: {scale}\n"
+        for i, scale in enumerate(["64.0", "32.0", "16.0", "8.0", "4.0"])
+    )
+    assert run_text(notes).diagnoses == []
+    collapsed = notes + (
+        "2021-01-26 04:00:00 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss"
+        " scale to: 0.0001220703125\n"
+    )
+    assert categories(run_text(collapsed)) == ["nan_loss"]
+
+
+def test_a_log_that_ends_in_a_stack_dump_is_a_hang_however_long_the_dump() -> None:
+    frames = "".join(f"    frame_{i} (module_{i}.py:{i})\n" for i in range(20))
+    report = run_text(
+        'Thread 47037 (idle): "MainThread"\n    wait (file_baton.py:42)\n'
+        + frames
+        + 'Thread 47073 (idle): "Thread-1"\n    wait (threading.py:324)\n'
+        + frames
+    )
+    assert categories(report) == ["hang"]
+    assert report.diagnoses[0].fields["wait"] == "stack_dump"
+
+
+def test_a_log_that_ends_while_ddp_initialises_is_a_hang() -> None:
+    # Posted in Lightning: two nodes, duplicated global ranks, nothing after the set-up.
+    report = run_text(
+        """\
+        LOCAL_RANK: 3 - CUDA_VISIBLE_DEVICES: [0,1,2,3]
+        initializing ddp: GLOBAL_RANK: 3, MEMBER: 4/8
+        initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/8
+        initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/8
+        """
+    )
+    assert categories(report) == ["hang"]
+    assert report.diagnoses[0].fields["wait"] == "rendezvous"
+    # Set up, then trained: not a hang.
+    assert (
+        run_text(
+            "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/8\n" + "step 1 loss 2.0\n" * 3
+        ).diagnoses
+        == []
+    )
+
+
+def test_a_traceback_cut_at_a_wait_call_in_its_code_is_a_hang() -> None:
+    # Posted in peft: Ctrl-C after ten silent minutes while saving; the paste stops on the frames.
+    report = run_text(
+        """\
+        Traceback (most recent call last):
+          File "/opt/conda/bin/deepspeed", line 6, in <module>
+            main()
+          File "/opt/conda/lib/python3.10/site-packages/deepspeed/launcher/runner.py", line 586, in main
+            result.wait()
+        """
+    )
+    assert categories(report) == ["hang"]
+    assert "result.wait()" in report.diagnoses[0].summary
+
+
+def test_validation_loss_climbing_over_three_evaluations_is_overfitting() -> None:
+    # Posted in monodepth: the training loss falls, validation climbs 17% above its best.
+    report = run_text(
+        """\
+        Epoch: 1 train_loss: 1.8654 val_loss: 1.3897
+        Epoch: 2 train_loss: 1.7082 val_loss: 1.2999
+        Epoch: 3 train_loss: 1.6671 val_loss: 1.2872
+        Epoch: 4 train_loss: 1.6340 val_loss: 1.3201
+        Epoch: 5 train_loss: 1.6094 val_loss: 1.5058
+        """
+    )
+    assert categories(report) == ["overfitting"]
+
+
+def test_a_validation_loss_many_times_the_training_loss_and_rising_is_overfitting() -> None:
+    # Posted in nanoGPT#97: fine-tuning on a tiny set, two evaluations.
+    iters = "".join(f"iter {i}: loss {1.2 - (i - 780) / 100:.4f}, time 745.63ms\n" for i in range(780, 800))
+    later = "".join(
+        f"iter {i}: loss {0.7 - (i - 980) / 200:.4f}, time 745.63ms\n" for i in range(980, 1000)
+    )
+    report = run_text(
+        iters
+        + "step 800: train loss 0.9795, val loss 3.7535\n"
+        + later
+        + "step 1000: train loss 0.6703, val loss 3.8986\n"
+    )
+    assert categories(report) == ["overfitting"]
+
+
+def test_a_validation_loss_that_wobbles_once_is_not_overfitting() -> None:
+    report = run_text(
+        """\
+        Epoch: 1 train_loss: 1.86 val_loss: 1.39
+        Epoch: 2 train_loss: 1.70 val_loss: 1.30
+        Epoch: 3 train_loss: 1.66 val_loss: 1.28
+        Epoch: 4 train_loss: 1.63 val_loss: 1.31
+        Epoch: 5 train_loss: 1.60 val_loss: 1.27
+        """
+    )
+    assert report.diagnoses == []
