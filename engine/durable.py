@@ -118,6 +118,8 @@ def _test(field: str, test: Any, flag: str = "") -> list[dict[str, Any]]:
             tests.append({"$or": [{field: v} for v in value]})
         elif op == "exists":
             tests.append({"$ex" if value else "$nex": {field: 1}})
+        elif op == "ne":
+            tests.append({"$neq": {field: value}})  # durable-rules' spelling
         else:
             tests.append({f"${op}": {field: value}})
     return tests

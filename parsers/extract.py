@@ -774,6 +774,8 @@ class Extractor:
                 fields["cut"] = True
                 # The call in progress in the innermost frame: all that says where it stopped.
                 fields["code"] = exc.frames[-1].code[:200] if exc.frames else ""
+                # Without a message, the words an expert reads are the frames' own.
+                fields["detail"] = f"{fields['code']} {fields['calls']}".strip()
             if index > 0:
                 fields["cause_type"] = members[index - 1].type
             if interrupted[index] is not None:

@@ -291,7 +291,9 @@ def test_validation_loss_climbing_over_three_evaluations_is_overfitting() -> Non
 
 def test_a_validation_loss_many_times_the_training_loss_and_rising_is_overfitting() -> None:
     # Posted in nanoGPT#97: fine-tuning on a tiny set, two evaluations.
-    iters = "".join(f"iter {i}: loss {1.2 - (i - 780) / 100:.4f}, time 745.63ms\n" for i in range(780, 800))
+    iters = "".join(
+        f"iter {i}: loss {1.2 - (i - 780) / 100:.4f}, time 745.63ms\n" for i in range(780, 800)
+    )
     later = "".join(
         f"iter {i}: loss {0.7 - (i - 980) / 200:.4f}, time 745.63ms\n" for i in range(980, 1000)
     )
