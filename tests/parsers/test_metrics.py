@@ -6,7 +6,7 @@ import math
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from crashcart.parsers import metrics
@@ -85,6 +85,9 @@ _TEXTS = st.lists(st.sampled_from(_PIECES), max_size=30).map("".join)
 
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(_TEXTS)
+@example("Gen Loss Total 1.5, lossy loss 2")
+@example("step 3 mask_loss=0.3 val loss 2")
+@example("loss_scale 5 loss_step: 0.1 learning_rate=3e-4")
 def test_the_key_trie_and_the_named_loss_gate_match_as_the_plain_alternation(text: str) -> None:
     # The reference: every key sorted longest first, then the named loss, tried everywhere.
     keys = "|".join(
