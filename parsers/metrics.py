@@ -39,6 +39,10 @@ METRIC_TRIGGERS = {
     "metric_memory": r"(?i)\b(?:mem(?:ory)?(?:_usage|_allocated|_reserved)?|gpu_mem|max_mem\w*|rss)\s*[:=]?\s*(?:cuda:\d+\s*)?\d+(?:\.\d+)?\s*(?:[KMGT]i?B|[MG]\b)",
 }
 METRIC_PATTERN = "|".join(f"(?:{rx})" for rx in METRIC_TRIGGERS.values())
+#: The same, matching within one line whatever the lines around it (multi-line ``^``, no
+#: space or separator that is a newline): which lines are metric lines, and so which are
+#: sampled, then never depends on where the input was cut into chunks.
+METRIC_LINE_PATTERN = METRIC_PATTERN.replace(r"\s", r"[^\S\n]").replace(r"[^\w/]", r"[^\w/\n]")
 
 _NUMBER = r"[-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
 _PROGRESS = re.compile(r"\|\s*(?P<step>\d+)/(?P<total>\d+)\s*\[")
