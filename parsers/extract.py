@@ -13,7 +13,7 @@ summary) is open on a source: then every line is read until it closes.
 from __future__ import annotations
 
 import re
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -52,10 +52,13 @@ MESSAGE_PARSERS: tuple[ModuleType, ...] = (
     failure,
     error_lines,
 )
-#: A run's first METRIC_FULL metric lines are all read; after that, per 1 MiB chunk, only
-#: METRIC_SAMPLE are (see Extractor._candidates): steps_logged then counts the lines read.
+#: A source's first METRIC_FULL metric lines are all read; after that METRIC_SAMPLE per MiB
+#: are: the first metric line of each stretch of METRIC_STRETCH bytes, counted from the start
+#: of the source (see Extractor._candidates), so what is read never depends on how the input
+#: was cut into chunks. steps_logged then counts the lines read.
 METRIC_FULL = 2048
 METRIC_SAMPLE = 24
+METRIC_STRETCH = (1 << 20) // METRIC_SAMPLE
 #: Lines that only repeat a rule pattern or a config echo are read this many times, then counted.
 REPEAT_LIMIT = 50
 #: Lines matching one message parser are read this many times per run (facts are capped anyway).
@@ -153,6 +156,13 @@ class _SourceState:
     last_wait: tuple[LogLine, str, int] | None = None
     #: The file's last bytes read (whole lines), for a progress bar that stopped at 0.
     tail: bytes = b""
+    #: Where the next whole lines scanned start in the source (bytes from its start).
+    offset: int = 0
+    #: Where the overlong line being skipped started.
+    overlong_start: int = 0
+    #: Metric lines found so far (all read up to METRIC_FULL), and the last stretch sampled.
+    metric_lines: int = 0
+    sampled_stretch: int = -1
     #: A traceback opened up to this line follows "Exception ignored in: ..." (a ``__del__``
     #: or a callback whose exception Python printed and ignored).
     ignored_until: int = -1
@@ -231,17 +241,20 @@ class Extractor:
             state.overlong_dropped += newline
             self._finish_overlong(state, out)
             data = data[newline + 1 :]
+            state.offset = state.stats.bytes - len(data)
         buf = state.pending + data if state.pending else data
         cut = buf.rfind(b"\n") + 1
         rest = buf[cut:]
-        if len(rest) > MAX_LINE_BYTES:
-            state.overlong_head = rest[:MAX_LINE_BYTES]
-            state.overlong_dropped = len(rest) - MAX_LINE_BYTES
-            state.pending = b""
-        else:
-            state.pending = rest
+        state.pending = b""
         if cut:
             self._scan_whole_lines(state, buf, cut, out)
+        # After the whole lines: one of them too long would have used the overlong state.
+        if len(rest) > MAX_LINE_BYTES:
+            state.overlong_start = state.offset
+            state.overlong_head = rest[:MAX_LINE_BYTES]
+            state.overlong_dropped = len(rest) - MAX_LINE_BYTES
+        else:
+            state.pending = rest
         return out
 
     def _scan_whole_lines(
@@ -261,6 +274,7 @@ class Extractor:
             end = buf.find(b"\n", pos)  # < cut: buf[:cut] ends with a newline
             if pos > start:
                 self._scan(state, buf[start:pos], out)
+            state.overlong_start = state.offset
             state.overlong_head = buf[pos : pos + MAX_LINE_BYTES]
             state.overlong_dropped = end - pos - MAX_LINE_BYTES
             self._finish_overlong(state, out)
@@ -282,7 +296,7 @@ class Extractor:
                 self._finish_overlong(state, out)
             if state.pending:
                 pending, state.pending = state.pending, b""
-                self._scan(state, pending + b"\n", out)
+                self._scan(state, pending + b"\n", out, limit=len(pending) + 1)
             self.flush_blocks(name, out)
             self._stalled(state, out)
         return out
@@ -330,8 +344,11 @@ class Extractor:
         )
         state.overlong_head, state.overlong_dropped = None, 0
         state.stats.truncated_lines += 1
-        # The head alone goes through the prefilter; the marker says how much was cut.
+        # The head alone goes through the prefilter; the marker says how much was cut. It is
+        # sampled for metrics where the whole line started.
+        state.offset = state.overlong_start
         self._scan(state, head + b"\n", out, marker=TRUNCATION_MARKER.format(n=total))
+        state.offset = state.overlong_start + total + 1
 
     # -- scanning ------------------------------------------------------------------------
 
@@ -346,7 +363,7 @@ class Extractor:
         """Read the whole lines of ``buf[:limit]`` (the rest is a partial line kept for later;
         slicing it off would copy the chunk)."""
         size = len(buf) if limit is None else limit
-        hits = [hit for hit in self._candidates(buf) if hit[1] < size]
+        hits = [hit for hit in self._candidates(state, buf, size) if hit[1] < size]
         pos, index = 0, 0
         no_skip_before = 0
         while pos < size:
@@ -378,6 +395,7 @@ class Extractor:
                 self._line(state, buf[start:end], mask, out, marker)
             pos = end + 1
         state.stats.lines = state.lineno
+        state.offset += size
         state.tail = (state.tail + buf[max(0, size - waits.TAIL_BYTES) : size])[-waits.TAIL_BYTES :]
 
     def _skip_frames(
@@ -441,24 +459,31 @@ class Extractor:
             index += 1
         return cut, index
 
-    def _candidates(self, buf: bytes) -> list[tuple[int, int, int]]:
-        """The lines of ``buf`` worth reading, in order, with the consumers that want them.
+    def _candidates(self, state: _SourceState, buf: bytes, size: int) -> list[tuple[int, int, int]]:
+        """The lines of ``buf[:size]`` worth reading, in order, with the consumers that want
+        them.
 
         The main prefilter finds the rare lines (errors, rule patterns, config, non-finite
-        metrics). Ordinary metric lines can be half of a log: a run's first METRIC_FULL of them
-        are all found; after that METRIC_SAMPLE per chunk are, evenly spaced plus the chunk's
-        last, which is plenty for trends over a bounded series. Lines that only repeat what a
-        consumer has seen enough of are dropped (see :meth:`_useful`).
+        metrics). Ordinary metric lines can be half of a log: a source's first METRIC_FULL of
+        them are all found; after that the first of each METRIC_STRETCH bytes of the source is
+        (see :func:`_sample_metric_lines`), which is plenty for trends over a bounded series.
+        Lines that only repeat what a consumer has seen enough of are dropped (see
+        :meth:`_useful`).
         """
         lines = {}
         for start, end, mask in self.prefilter.scan(buf):
             useful = self._useful(mask)
             if useful:
                 lines[end] = (start, useful)
-        if self.series.points < METRIC_FULL:
-            metric_lines = _metric_prefilter().scan(buf)
-        else:
-            metric_lines = _sample_metric_lines(buf)
+        metric_lines: list[tuple[int, int, int]] = []
+        sample_from = 0
+        if state.metric_lines < METRIC_FULL:
+            found = [hit for hit in _metric_prefilter().scan(buf) if hit[1] < size]
+            metric_lines = found[: METRIC_FULL - state.metric_lines]
+            state.metric_lines += len(metric_lines)
+            sample_from = metric_lines[-1][1] + 1 if len(found) > len(metric_lines) else size
+        if sample_from < size:
+            metric_lines += _sample_metric_lines(state, buf, sample_from, size)
         bit = self._bits.sampled_metrics
         for start, end, _ in metric_lines:
             known = lines.get(end)
@@ -986,35 +1011,45 @@ def _write_location(frames: list[traceback.Frame]) -> str | None:
 
 @lru_cache(maxsize=1)
 def _metric_prefilter() -> Prefilter:
-    return Prefilter({"metric": metrics.METRIC_PATTERN})
+    return Prefilter({"metric": metrics.METRIC_LINE_PATTERN})
 
 
 @lru_cache(maxsize=1)
 def _metric_re2() -> re2._Regexp:
-    return re2.compile(metrics.METRIC_PATTERN.encode())
+    return re2.compile(f"(?m){metrics.METRIC_LINE_PATTERN}".encode())
 
 
-def _sample_metric_lines(buf: bytes) -> list[tuple[int, int, int]]:
-    """About METRIC_SAMPLE metric lines per MiB of ``buf``: the first at or after each of evenly
-    spaced offsets (each search bounded to its own stretch, so the whole costs one pass at
-    most), and the last one. Live chunks are small; the rate per byte stays the same."""
-    pattern, size = _metric_re2(), len(buf)
-    samples = max(1, METRIC_SAMPLE * size // (1 << 20))
-    step = max(size // samples, 1)
-    found: dict[int, int] = {}
-    for offset in range(0, size, step):
-        match = pattern.search(buf, offset, min(offset + step, size))
-        if match:
-            start = buf.rfind(b"\n", 0, match.start()) + 1
-            end = buf.find(b"\n", match.start())
-            found[end if end >= 0 else size] = start
-    tail = max(0, size - 8192)
-    last = next(iter(deque(pattern.finditer(buf, tail), maxlen=1)), None)  # the last match
-    if last is not None:
-        start = buf.rfind(b"\n", 0, last.start()) + 1
-        end = buf.find(b"\n", last.start())
-        found[end if end >= 0 else size] = start
-    return [(start, end, 1) for end, start in sorted(found.items())]
+def _sample_metric_lines(
+    state: _SourceState, buf: bytes, start: int, size: int
+) -> list[tuple[int, int, int]]:
+    """The metric lines of ``buf[start:size]`` to read: the first that starts in each stretch of
+    METRIC_STRETCH bytes of the source, stretches counted from its first byte. A stretch cut
+    by a chunk's end goes on in the next chunk (``state.sampled_stretch`` says which got its
+    line), and the pattern matches within one line, so whatever the chunks, the same lines are
+    read. Each search is bounded to its stretch: the whole costs one pass at most."""
+    pattern, base, step = _metric_re2(), state.offset, METRIC_STRETCH
+    found = []
+    stretch = (base + start) // step
+    while True:
+        begin = max(stretch * step - base, start)
+        if begin >= size:
+            return found
+        end = min((stretch + 1) * step - base, size)
+        if stretch > state.sampled_stretch:
+            # The first line that starts in the stretch (0 after begin: none in this chunk),
+            # then the end of the last one that does.
+            at_line = begin == 0 or buf[begin - 1] == 10
+            line = begin if at_line else buf.find(b"\n", begin, size) + 1
+            match = None
+            if (line or not begin) and line < end:
+                last = buf.find(b"\n", end - 1, size)
+                match = pattern.search(buf, line, size if last < 0 else last)
+            if match is not None:
+                first = buf.rfind(b"\n", 0, match.start()) + 1
+                newline = buf.find(b"\n", match.start())
+                found.append((first, size if newline < 0 else newline, 1))
+                state.sampled_stretch = stretch
+        stretch += 1
 
 
 #: States of one \r-redrawn progress bar read as metric values (evenly spaced, plus the last).

@@ -42,6 +42,10 @@ METRIC_TRIGGERS = {
     "metric_memory": r"(?i)\b(?:mem(?:ory)?(?:_usage|_allocated|_reserved)?|gpu_mem|max_mem\w*|rss)\s*[:=]?\s*(?:cuda:\d+\s*)?\d+(?:\.\d+)?\s*(?:[KMGT]i?B|[MG]\b)",
 }
 METRIC_PATTERN = "|".join(f"(?:{rx})" for rx in METRIC_TRIGGERS.values())
+#: The same, matching within one line whatever the lines around it (multi-line ``^``, no
+#: space or separator that is a newline): which lines are metric lines, and so which are
+#: sampled, then never depends on where the input was cut into chunks.
+METRIC_LINE_PATTERN = METRIC_PATTERN.replace(r"\s", r"[^\S\n]").replace(r"[^\w/]", r"[^\w/\n]")
 
 _NUMBER = r"[-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
 _PROGRESS = re.compile(r"\|\s*(?P<step>\d+)/(?P<total>\d+)\s*\[")
@@ -134,18 +138,43 @@ _CANONICAL = {
 #: A named training loss (``Gen Loss Total``, ``mask_loss``): a key that ends in "loss", or in
 #: "loss" and a total's word; read as the loss when the line has no plain one.
 _NAMED_LOSS_KEY = r"[A-Za-z][A-Za-z0-9_. -]{0,30}[ _]loss(?:[ _](?:total|sum|avg|mean))?"
-_KEYS = "|".join(
-    [re.escape(key) for key in sorted(_CANONICAL, key=len, reverse=True)] + [_NAMED_LOSS_KEY]
-)
+
+
+def _trie(words: list[str]) -> str:
+    """An alternation of ``words`` as a trie: Python's regex engine tries an alternation's
+    branches one by one at every position (60 keys, each compared case-blind), a trie only the
+    branches that share the next letter. It matches exactly as the words sorted longest first
+    would: words that match at one place are prefixes of each other, and the greedy optional
+    tail tries the longer one first."""
+    if words == [""]:
+        return ""
+    heads: dict[str, list[str]] = {}
+    for word in words:
+        if word:
+            heads.setdefault(word[0], []).append(word[1:])
+    branches = [re.escape(head) + _trie(sorted(rests)) for head, rests in heads.items()]
+    body = branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
+    return f"(?:{body})?" if "" in words else body
+
+
+_KEYS = _trie(sorted(_CANONICAL))
 _NOT_TRAINING = re.compile(r"(?:^|[\s_/.-])(?:val|valid|validation|eval|test|dev)(?:$|[\s_/.-])")
-_PAIR = re.compile(
-    rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS})['"]?(?:\s{{0,32}}[:=]\s{{0,32}}|\s{{1,32}}is\s{{1,32}}|\s{{1,32}})"""
-    rf"""(?:\[\s{{0,32}})?['"]?(?P<value>{_NUMBER})"""
+_PAIR_TAIL = (
+    r"""['"]?(?:\s{0,32}[:=]\s{0,32}|\s{1,32}is\s{1,32}|\s{1,32})(?:\[\s{0,32})?['"]?"""
+    rf"""(?P<value>{_NUMBER})"""
 )
+_PAIR = re.compile(rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS}|{_NAMED_LOSS_KEY}){_PAIR_TAIL}""")
+#: The same without the named-loss key, for the lines where it cannot match (most): that key
+#: starts at every letter and runs 30 characters ahead, the costliest part of the search.
+_PAIR_KNOWN = re.compile(rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS}){_PAIR_TAIL}""")
+#: Where a named-loss key could end: its " loss" or "_loss".
+_LOSS_WORD = re.compile(r"(?i)[ _]loss")
+_NAMED_LOSS = re.compile(rf"(?i){_NAMED_LOSS_KEY}")
 #: A number followed by a letter, a digit or a dot and more (a version, a path) goes on; a
 #: sentence's full stop ends it ("Loss is 1.308916. Current learning rate ...").
 _NUMBER_GOES_ON = re.compile(r"\w|\.\w")
 _KEY_GROUP, _VALUE_GROUP = _PAIR.groupindex["key"], _PAIR.groupindex["value"]
+assert _PAIR_KNOWN.groupindex == _PAIR.groupindex  # the groups are read by number
 #: Characters of a line read for metrics: metric lines are short, a long line is something else
 #: that happens to mention a loss (and each regex below costs time per character).
 MAX_METRIC_TEXT = 2048
@@ -172,13 +201,23 @@ def _finite(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _may_name_a_loss(text: str) -> bool:
+    """Whether a named-loss key could match anywhere in ``text``: it ends in " loss" or
+    "_loss" and starts at most 31 characters before, so only those places are searched."""
+    for word in _LOSS_WORD.finditer(text):
+        if _NAMED_LOSS.search(text, max(0, word.start() - 31), word.end()):
+            return True
+    return False
+
+
 def _pairs(text: str) -> Iterator[Any]:
     """The key-number pairs of ``text``, each number ending where a number can (a number
     followed by a letter, a digit or a dot is part of something else)."""
     text = " " + text  # the character before a key at the start of the line
+    pair = _PAIR if _may_name_a_loss(text) else _PAIR_KNOWN
     pos = 0
     while pos <= len(text):
-        match = _PAIR.search(text, pos)
+        match = pair.search(text, pos)
         if match is None:
             return
         if _NUMBER_GOES_ON.match(text, match.end(_VALUE_GROUP)):
@@ -229,18 +268,36 @@ def parse_metrics(text: str) -> dict[str, float]:
     return found
 
 
+def _first_unit(text: str) -> int:
+    """Where ``it/s`` or ``s/it`` first occurs in ``text``; -1 if nowhere."""
+    its, sit = text.find("it/s"), text.find("s/it")
+    return min(its, sit) if its >= 0 and sit >= 0 else max(its, sit)
+
+
+def _number_start(text: str, end: int) -> int:
+    """The start of the run of digits, dots and spaces that ends at ``end`` (a number and the
+    space before its unit can only start there or later)."""
+    while end and (text[end - 1].isdigit() or text[end - 1] == "." or text[end - 1].isspace()):
+        end -= 1
+    return end
+
+
 def _rates_and_memory(text: str, lowered: str, found: dict[str, float]) -> None:
     """Throughput (``it_s``, with ``bar_total`` naming its progress bar) and ``memory_gib``.
 
     Each regex runs only on lines holding its words: most metric lines hold none of them, and
     a call into RE2 costs more than the substring tests."""
     rate: tuple[str, str] | None = None  # (number, unit)
-    if "/s" in text or "/it" in text:
-        keyed = _RATE_KEY.search(text)
+    unit = _first_unit(text) if "/s" in text or "/it" in text else -1
+    if unit >= 0:
+        # Both searches start where a match can first start (a regex search walks every
+        # character before it): the first unit, or the number just before it.
+        keyed = _RATE_KEY.search(text, unit)
         if keyed:
             rate = (keyed["rate"], keyed["unit"])
         else:
-            tqdm = next((m for m in _RATE.finditer(text) if not _KEYED.match(text, m.end())), None)
+            matches = _RATE.finditer(text, _number_start(text, unit))
+            tqdm = next((m for m in matches if not _KEYED.match(text, m.end())), None)
             rate = (tqdm.group(1), tqdm.group(2)) if tqdm else None
     value = _finite(rate[0]) if rate else None
     if rate and value is not None:

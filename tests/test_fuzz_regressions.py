@@ -309,3 +309,78 @@ def test_random_lines_never_raise(pieces: list[bytes], seps: list[bytes]) -> Non
     diagnoses, _, errors = run_chunks(data, [len(data) // 3])
     assert errors == {"errors": 0}
     assert isinstance(diagnoses, list)
+
+
+# -- sampled metric series never depend on chunking (issue 18) ---------------------------------
+
+
+def _long_metric_log() -> bytes:
+    """Past METRIC_FULL metric lines and several sampling stretches: lines of varied lengths,
+    \\r-redrawn bars, CRLF, a line over MAX_LINE_BYTES that holds a loss, then an OOM."""
+    rng = random.Random(18)
+    lines = []
+    for step in range(7000):
+        loss = 2.5 - step / 5000 + rng.random() / 10
+        kind = step % 4
+        if kind == 0:
+            lines.append(f"step {step} | loss {loss:.4f} | lr 3.0e-04".encode())
+        elif kind == 1:
+            lines.append(f"{{'loss': {loss:.4f}, 'grad_norm': {rng.random():.3f}}}\r".encode())
+        elif kind == 2:
+            bar = " ".join(
+                f"{p}%| {step}/9000 [00:01<00:01, {8 + rng.random():.2f}it/s]" for p in (0, 50)
+            )
+            lines.append(bar.replace(" 50%", "\r 50%").encode())
+        else:
+            lines.append(b"INFO some chatter " + b"x" * rng.randrange(0, 300))
+        if step == 5000:
+            lines.append(b"z" * (MAX_LINE_BYTES + 10) + b" loss 0.1234")
+    oom = Path("rules/examples/cuda_oom/fragmentation.log").read_bytes()
+    return b"\n".join(lines) + b"\n" + oom
+
+
+LONG_METRIC_LOG = _long_metric_log()
+
+
+def series_and_diagnoses(data: bytes, cuts: list[int]) -> tuple[dict, list, int]:
+    """The run's metric series (values, where), its diagnoses, and its metric points."""
+    analyzer = Analyzer(default_rulebase())
+    try:
+        last = 0
+        for cut in [*sorted(set(cuts)), len(data)]:
+            analyzer.feed("train.log", data[last:cut])
+            last = cut
+        analyzer.finish()
+        analyzer.conclude()
+        tracker = analyzer.extractor.series
+        series = {
+            key: [(p.value, p.index, p.step, p.line.lineno) for p in s.points]
+            for key, s in tracker.series.items()
+        }
+        report = analyzer.report()
+        diagnoses = [(d.rule, d.summary, [e.lineno for e in d.evidence]) for d in report.diagnoses]
+        return series, diagnoses, tracker.points
+    finally:
+        analyzer.close()
+
+
+LONG_METRIC_BASE = series_and_diagnoses(LONG_METRIC_LOG, [])
+
+
+def test_the_long_metric_log_is_sampled() -> None:
+    series, diagnoses, points = LONG_METRIC_BASE
+    assert points > 2048 + 20  # past the lines all read, into the sampled ones
+    assert points < 7000  # but not every line
+    assert diagnoses and series["loss"]
+
+
+@pytest.mark.parametrize("size", [1 << 20, 65_536, 4_096, 777])
+def test_metric_sampling_is_the_same_for_any_chunk_size(size: int) -> None:
+    cuts = list(range(size, len(LONG_METRIC_LOG), size))
+    assert series_and_diagnoses(LONG_METRIC_LOG, cuts) == LONG_METRIC_BASE
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(st.lists(st.integers(min_value=1, max_value=len(LONG_METRIC_LOG) - 1), max_size=30))
+def test_metric_sampling_does_not_depend_on_chunk_boundaries(cuts: list[int]) -> None:
+    assert series_and_diagnoses(LONG_METRIC_LOG, cuts) == LONG_METRIC_BASE

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
+from crashcart.parsers import metrics
 from crashcart.parsers.metrics import parse_metrics
 
 
@@ -66,3 +70,58 @@ def test_lines_without_a_loss_report_nothing(line: str) -> None:
 def test_a_clock_time_or_a_data_time_is_not_a_step_time() -> None:
     assert "step_time_s" not in parse_metrics("Current time: 2021-01-13 01:36:30 loss: 0.5")
     assert "step_time_s" not in parse_metrics("loss: 0.5, data_time: 0.052")
+
+
+# -- the fast paths match exactly what the plain regexes match ----------------------------------
+
+_PIECES = [
+    *list(" _-./:=,'\"[]()|0123456789eE+\t"),
+    *["loss", "Loss ", "LOSS", "_loss", " loss", "grad_norm", "grad norm", "nan", "inf", "lr"],
+    *["step ", "iter", "train", "val", "Gen", "Total", "1.5", "e-5", "it/s", "s/it", "/s"],
+    *["samples/s", "\u0663", "\u2003", "learning_rate", "loss_scale", "loss scale", "epoch"],
+]
+_TEXTS = st.lists(st.sampled_from(_PIECES), max_size=30).map("".join)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(_TEXTS)
+@example("Gen Loss Total 1.5, lossy loss 2")
+@example("step 3 mask_loss=0.3 val loss 2")
+@example("loss_scale 5 loss_step: 0.1 learning_rate=3e-4")
+def test_the_key_trie_and_the_named_loss_gate_match_as_the_plain_alternation(text: str) -> None:
+    # The reference: every key sorted longest first, then the named loss, tried everywhere.
+    keys = "|".join(
+        [re.escape(k) for k in sorted(metrics._CANONICAL, key=len, reverse=True)]
+        + [metrics._NAMED_LOSS_KEY]
+    )
+    plain = re.compile(rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{keys}){metrics._PAIR_TAIL}""")
+    padded = " " + text
+    reference = []
+    pos = 0
+    while (match := plain.search(padded, pos)) is not None:
+        if metrics._NUMBER_GOES_ON.match(padded, match.end("value")):
+            pos = match.start("key")
+            continue
+        reference.append((match.span(), match["key"], match["value"]))
+        pos = match.end()
+    fast = [(m.span(), m.group(1), m.group(2)) for m in metrics._pairs(text)]
+    assert fast == reference
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(_TEXTS)
+def test_rates_searched_from_the_first_unit_match_a_search_of_the_whole_line(text: str) -> None:
+    found: dict[str, float] = {}
+    metrics._rates_and_memory(text, text.lower(), found)
+    keyed = metrics._RATE_KEY.search(text)
+    tqdm = next(
+        (m for m in metrics._RATE.finditer(text) if not metrics._KEYED.match(text, m.end())),
+        None,
+    )
+    rate = keyed or tqdm
+    if rate is None or not math.isfinite(float(rate["rate"])):
+        assert "it_s" not in found
+    else:
+        value = float(rate["rate"])
+        expected = value if rate["unit"] == "it/s" else (1 / value if value else 0.0)
+        assert found["it_s"] == expected
