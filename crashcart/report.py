@@ -18,17 +18,20 @@ import functools
 import json
 import os
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from rich.console import Console
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
-
-from .analyzer import Report
 from .engine.diagnosis import Diagnosis, ranges
-from .evaluate import HEALTHY, CaseResult, score, summary
-from .ruletools import RuleResult
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
+    from .analyzer import Report
+    from .evaluate import CaseResult
+    from .ruletools import RuleResult
+
+# rich is imported by the functions that draw with it: `analyze --json` and the TUI's Markdown
+# export never need it, and it is the largest import of a text report (benchmarks/README.md).
 
 _EVIDENCE_WIDTH = 240
 _PIPE_WIDTH = 1000
@@ -36,6 +39,8 @@ _PIPE_WIDTH = 1000
 
 def make_console(file: TextIO | None = None) -> Console:
     """A console that writes plain text unless ``file`` is a colour terminal."""
+    from rich.console import Console
+
     file = file or sys.stdout
     terminal = file.isatty()
     plain = bool(os.environ.get("NO_COLOR")) or not terminal
@@ -63,6 +68,9 @@ def fix_lines(fix: dict[str, Any]) -> list[str]:
 
 def _indented(console: Console, indent: int, text: Text) -> None:
     """Print ``text`` indented; on a terminal its wrapped lines keep the indent too."""
+    from rich.padding import Padding
+    from rich.text import Text
+
     if console.soft_wrap:  # plain output is never wrapped: the indent is a prefix
         console.print(Text(" " * indent) + text)
     else:
@@ -71,6 +79,8 @@ def _indented(console: Console, indent: int, text: Text) -> None:
 
 def render_diagnosis(console: Console, number: int, diagnosis: Diagnosis) -> None:
     """Print one diagnosis."""
+    from rich.text import Text
+
     head = Text(f"{number}. ", style="bold")
     head.append(diagnosis.category, style="bold red" if number == 1 else "bold yellow")
     head.append(" · ")
@@ -118,6 +128,8 @@ _PROBE_STYLES = {"confirmed": "bold green", "refuted": "bold red", "unavailable"
 
 def render_probe(console: Console, result: dict[str, Any], indent: str = "") -> None:
     """One probe result: its verdict and its one-sentence summary."""
+    from rich.text import Text
+
     line = Text(f"{indent}probe {result['name']}: ")
     line.append(result["status"], style=_PROBE_STYLES.get(result["status"], "yellow"))
     line.append(f" ({result.get('seconds', 0):.1f} s) {result.get('summary', '')}")
@@ -141,6 +153,9 @@ def render_json(report: Report, file: TextIO, top: int | None = None) -> None:
 
 def render_rule_results(results: list[RuleResult], healthy: int, console: Console) -> None:
     """The per-rule table of ``crashcart rules test``, failures spelled out below it."""
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("rule", "TP", "FN", "TN", "FP", f"healthy FP (of {healthy})", "result"):
         table.add_column(column)
@@ -168,6 +183,10 @@ def render_rule_results(results: list[RuleResult], healthy: int, console: Consol
 
 def render_eval(results: list[CaseResult], console: Console) -> None:
     """The per-category accuracy table of ``crashcart eval``, then every miss."""
+    from rich.table import Table
+
+    from .evaluate import HEALTHY, score, summary
+
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("category", "cases", "top-1", "top-3"):
         table.add_column(column, justify="left" if column == "category" else "right")
