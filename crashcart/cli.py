@@ -193,12 +193,12 @@ def analyze(
 
             json.dump(to_sarif(report, rulebase, top), out, indent=2, ensure_ascii=False)
             out.write("\n")
-        else:
-            from .report import make_console, render_text
+        elif report.diagnoses or out.isatty():  # else nothing to print: rich is not imported
+            from .report import render_text, report_console
 
-            console = make_console(out)
+            console = report_console(out)
             render_text(report, console, top)
-            if not report.diagnoses and out.isatty():
+            if not report.diagnoses:
                 # Silence on a terminal looks like a hang or a crash; a pipe keeps "nothing".
                 console.print(f"no problem found: {', '.join(paths)} looks healthy")
     sys.exit(found)
