@@ -257,10 +257,25 @@ def main() -> None:
     parser.add_argument(
         "--ingest-size", type=int, default=1000, help="log size (MB) piped to watch"
     )
+    parser.add_argument(
+        "--startup-runs", type=int, default=21, help="runs of each start-up command"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    from startup import TARGET_MS
+    from startup import measure as measure_small_logs
+    from startup import report as small_log_rows
+
+    small = measure_small_logs(args.startup_runs)
+    table(
+        f"Start-up: analyze on small logs, warm cache, median of {small['runs']} "
+        f"(target < {TARGET_MS:.0f} ms; floor: python -c pass; "
+        f"load {small['load_before'][0]:.2f} -> {small['load_after'][0]:.2f})",
+        ["command", "median ms", "best ms", "CPU ms", "over floor ms", "target"],
+        small_log_rows(small),
     )
     table(
         "Throughput (crashcart analyze --json vs grep -c -E -f with an equivalent pattern set)",

@@ -20,7 +20,8 @@ from typing import Any
 from .engine.diagnose import Diagnoser, Hypothesis
 from .engine.diagnosis import Diagnosis
 from .engine.durable import RuleSession, line_pattern_id
-from .engine.rules import Rule, RuleError, RuleLoadError, load_rules
+from .engine.rulecache import load_rules_cached
+from .engine.rules import Rule, RuleError, RuleLoadError
 from .parsers.base import Draft, ParserErrors
 from .parsers.extract import Extractor, Finding, build_rule_prefilter
 from .parsers.prefilter import PatternError, Prefilter
@@ -75,7 +76,8 @@ class RuleBase:
         """Load the shipped rules plus ``dirs``, one rule directory or file or several, ``str``
         or ``Path`` (raises ``RuleLoadError`` with every problem); ``disable``: rule ids."""
         disabled = (disable,) if isinstance(disable, str) else tuple(disable)
-        return cls(load_rules([Path(path) for path in as_paths(dirs)], disabled))
+        # Parsed and validated once, then read from the on-disk cache (engine/rulecache.py).
+        return cls(load_rules_cached([Path(path) for path in as_paths(dirs)], disabled))
 
 
 def prefilter_errors(rule: Rule) -> list[RuleError]:

@@ -11,30 +11,21 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from . import __version__
-from .analyzer import RuleBase, analyze_sources, errors_warning
-from .engine.diagnosis import Diagnosis
-from .engine.rules import RuleError, RuleLoadError, shipped_rules_dir
-from .evaluate import CorpusError, evaluate, summary, to_json
-from .parsers.follow import DEFAULT_GLOBS
-from .parsers.sources import InputError, resolve
-from .probes import probe_names, run_probe
-from .report import (
-    make_console,
-    render_diagnosis,
-    render_eval,
-    render_json,
-    render_probe,
-    render_rule_results,
-    render_text,
-)
-from .ruletools import default_healthy_dirs, healthy_logs, junit_xml, lint, rule_source, run_tests
-from .sarif import to_sarif
-from .settings import SettingsError, load_settings
-from .watch import Watcher
+from .probes import probe_names
+
+if TYPE_CHECKING:
+    from .analyzer import RuleBase
+    from .engine.diagnosis import Diagnosis
+    from .engine.rules import RuleError
+
+# Each command imports what it uses when it runs: `crashcart analyze` on a small log is mostly
+# start-up, and the pipeline, the rules loader, rich, watchdog and the evaluation harness each
+# cost tens of milliseconds to import (benchmarks/README.md, "Start-up").
 
 EXIT_CLEAN, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
@@ -53,6 +44,10 @@ def report_rule_errors(errors: list[RuleError]) -> None:
 
 def load_rulebase(rule_dirs: tuple[Path, ...]) -> RuleBase:
     """Load the shipped rules, the user's configured rules and ``--rules``, or exit 2."""
+    from .analyzer import RuleBase
+    from .engine.rules import RuleLoadError
+    from .settings import SettingsError, load_settings
+
     try:
         settings = load_settings(rule_dirs)
     except SettingsError as error:
@@ -160,6 +155,9 @@ def analyze(
 
     On a terminal a healthy log says so in one line; piped, it prints nothing (exit code 0).
     """
+    from .analyzer import analyze_sources, errors_warning
+    from .parsers.sources import InputError, resolve
+
     if as_json and output_format not in (None, "json"):
         fail(f"--json and --format {output_format} disagree: give one of them")
     output_format = output_format or ("json" if as_json else "text")
@@ -187,14 +185,20 @@ def analyze(
             for fact in report.facts:
                 out.write(json.dumps(fact, ensure_ascii=False) + "\n")
         elif output_format == "json":
+            from .report import render_json
+
             render_json(report, out, top)
         elif output_format == "sarif":
+            from .sarif import to_sarif
+
             json.dump(to_sarif(report, rulebase, top), out, indent=2, ensure_ascii=False)
             out.write("\n")
-        else:
-            console = make_console(out)
+        elif report.diagnoses or out.isatty():  # else nothing to print: rich is not imported
+            from .report import render_text, report_console
+
+            console = report_console(out)
             render_text(report, console, top)
-            if not report.diagnoses and out.isatty():
+            if not report.diagnoses:
                 # Silence on a terminal looks like a hang or a crash; a pipe keeps "nothing".
                 console.print(f"no problem found: {', '.join(paths)} looks healthy")
     sys.exit(found)
@@ -239,6 +243,10 @@ def watch(
     With no PATHS, stdin is read when it is a pipe. Each directory is one run. Exit codes as
     analyze when stdin ends; Ctrl-C stops with a summary on stderr.
     """
+    from .parsers.follow import DEFAULT_GLOBS
+    from .report import make_console, render_diagnosis
+    from .watch import Watcher
+
     targets = [p for p in paths if p != "-"]
     use_stdin = "-" in paths or (not paths and not sys.stdin.isatty())
     if not targets and not use_stdin:
@@ -288,6 +296,9 @@ def tui(
     rule_dirs: tuple[Path, ...],
 ) -> None:
     """Watch DIRECTORY (default: here) in a terminal UI: runs, diagnoses, evidence, fixes."""
+    from .parsers.follow import DEFAULT_GLOBS
+    from .settings import SettingsError, load_settings
+
     if not Path(directory).is_dir():
         fail(f"no such directory: {directory}")
     try:
@@ -324,6 +335,11 @@ def tui(
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def probe(name: str | None, log: Path | None, context_json: str | None, as_json: bool) -> None:
     """Run probe NAME on this machine, or the probes of the top diagnoses of --for LOG."""
+    from .analyzer import analyze_sources
+    from .parsers.sources import InputError, resolve
+    from .probes import run_probe
+    from .report import make_console, render_probe
+
     if (name is None) == (log is None):
         fail("give a probe NAME or --for LOG (see crashcart probe --help)")
     if name is not None:
@@ -368,6 +384,10 @@ def eval_command(
     rule_dirs: tuple[Path, ...],
 ) -> None:
     """Measure accuracy on a corpus of cases (every expected.yaml below CORPUS)."""
+    from .evaluate import CorpusError, evaluate, summary, to_json
+    from .parsers.sources import InputError
+    from .report import make_console, render_eval
+
     rulebase = load_rulebase(rule_dirs)
     try:
         results = evaluate(corpus, rulebase)
@@ -401,6 +421,8 @@ def rules() -> None:
 
 
 def _rule_paths(paths: tuple[Path, ...]) -> list[Path]:
+    from .engine.rules import shipped_rules_dir
+
     for path in paths:
         if not path.exists():
             fail(f"no such file or directory: {path}")
@@ -411,6 +433,8 @@ def _rule_paths(paths: tuple[Path, ...]) -> list[Path]:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 def rules_lint(paths: tuple[Path, ...]) -> None:
     """Check rule files (default: the shipped rules) for schema, semantic and style errors."""
+    from .ruletools import lint
+
     errors = lint(_rule_paths(paths))
     if errors:
         report_rule_errors(errors)
@@ -435,6 +459,11 @@ def rules_test(
     paths: tuple[Path, ...], healthy_dirs: tuple[Path, ...], junitxml: Path | None
 ) -> None:
     """Run each rule's examples (fire / stay quiet) and the healthy logs against every rule."""
+    from .analyzer import RuleBase
+    from .engine.rules import shipped_rules_dir
+    from .report import make_console, render_rule_results
+    from .ruletools import default_healthy_dirs, healthy_logs, junit_xml, lint, run_tests
+
     targets = _rule_paths(paths)
     errors = lint(targets)
     if errors:
@@ -460,6 +489,8 @@ def _within(path: str, target: Path) -> bool:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 def rules_list(paths: tuple[Path, ...]) -> None:
     """List rules: id, category, title and source file."""
+    from .report import make_console
+
     rulebase = load_rulebase(tuple(paths))
     console = make_console()
     for rule in sorted(rulebase.rules, key=lambda r: r.id):
@@ -477,6 +508,8 @@ def rules_list(paths: tuple[Path, ...]) -> None:
 def rules_show(rule_id: str, paths: tuple[Path, ...], rule_dirs: tuple[Path, ...]) -> None:
     """Print one rule as it is written in its file (PATHS: rule directories besides the
     shipped ones, as for lint and test; --rules DIR still works)."""
+    from .ruletools import rule_source
+
     rulebase = load_rulebase((*paths, *rule_dirs))
     rule = next((r for r in rulebase.rules if r.id == rule_id), None)
     if rule is None:

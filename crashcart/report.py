@@ -18,17 +18,20 @@ import functools
 import json
 import os
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from rich.console import Console
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
-
-from .analyzer import Report
 from .engine.diagnosis import Diagnosis, ranges
-from .evaluate import HEALTHY, CaseResult, score, summary
-from .ruletools import RuleResult
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
+    from .analyzer import Report
+    from .evaluate import CaseResult
+    from .ruletools import RuleResult
+
+# rich is imported by the functions that draw with it: `analyze --json` and the TUI's Markdown
+# export never need it, and it is the largest import of a text report (benchmarks/README.md).
 
 _EVIDENCE_WIDTH = 240
 _PIPE_WIDTH = 1000
@@ -36,6 +39,8 @@ _PIPE_WIDTH = 1000
 
 def make_console(file: TextIO | None = None) -> Console:
     """A console that writes plain text unless ``file`` is a colour terminal."""
+    from rich.console import Console
+
     file = file or sys.stdout
     terminal = file.isatty()
     plain = bool(os.environ.get("NO_COLOR")) or not terminal
@@ -52,6 +57,85 @@ def make_console(file: TextIO | None = None) -> Console:
     )
 
 
+class PlainText:
+    """The part of rich's ``Text`` that :func:`render_diagnosis` uses, without styles: what a
+    report off a terminal needs (see :class:`PlainConsole`)."""
+
+    def __init__(self, text: str = "", style: str = "") -> None:
+        """``text``; the style is dropped, as off a terminal rich drops it."""
+        self.plain = text
+
+    def append(self, text: str, style: str = "") -> PlainText:
+        """Add ``text`` at the end (the style is dropped)."""
+        self.plain += text
+        return self
+
+    def __add__(self, other: PlainText) -> PlainText:
+        return PlainText(self.plain + other.plain)
+
+
+#: The control characters rich removes from any text it prints (BEL, BS, VT, FF, CR).
+_STRIPPED = dict.fromkeys((7, 8, 11, 12, 13))
+
+
+class PlainConsole:
+    """Prints :class:`PlainText` exactly as :func:`make_console` prints rich ``Text`` off a
+    terminal (no colour, no wrapping), without importing rich: rich is the largest import of
+    ``crashcart analyze``, and off a terminal its output is the text itself, less the control
+    characters in :data:`_STRIPPED`, with tabs expanded to 8-cell stops, one line per print.
+    tests/test_report_plain.py holds the two to the same bytes."""
+
+    soft_wrap = True
+
+    def __init__(self, file: TextIO) -> None:
+        """Write to ``file``."""
+        self.file = file
+
+    def print(self, text: PlainText | None = None) -> None:
+        """Write ``text`` and a newline (an empty line with no ``text``)."""
+        if text is None:
+            self.file.write("\n")
+            return
+        plain = text.plain.translate(_STRIPPED)
+        if "\t" in plain:
+            plain = "\n".join(_expand_tabs(line) for line in plain.split("\n"))
+        self.file.write(plain + "\n")
+
+
+def _expand_tabs(line: str, tab_size: int = 8) -> str:
+    """rich's ``Text.expand_tabs`` on one line: each tab becomes a space, then spaces up to the
+    next multiple of ``tab_size`` cells (a wide character takes two)."""
+    if "\t" not in line:
+        return line
+    from rich.cells import cell_len  # only for a line with a tab
+
+    out, position = [], 0
+    *parts, last = line.split("\t")
+    for part in parts:
+        position += cell_len(part) + 1
+        remainder = position % tab_size
+        padding = tab_size - remainder if remainder else 0
+        position += padding
+        out.append(part + " " * (1 + padding))
+    out.append(last)
+    return "".join(out)
+
+
+def report_console(file: TextIO) -> Any:
+    """The console of ``analyze``'s text report: :func:`make_console` on a terminal, else a
+    :class:`PlainConsole`, which prints the same bytes without importing rich."""
+    return make_console(file) if file.isatty() else PlainConsole(file)
+
+
+def _text_class(console: Any) -> Any:
+    """The ``Text`` class that ``console`` prints."""
+    if isinstance(console, PlainConsole):
+        return PlainText
+    from rich.text import Text
+
+    return Text
+
+
 def fix_lines(fix: dict[str, Any]) -> list[str]:
     """The copy-pastable lines of a fix (env exports, patch, command, code)."""
     lines = [f"export {name}={value}" for name, value in fix.get("env", {}).items()]
@@ -64,13 +148,16 @@ def fix_lines(fix: dict[str, Any]) -> list[str]:
 def _indented(console: Console, indent: int, text: Text) -> None:
     """Print ``text`` indented; on a terminal its wrapped lines keep the indent too."""
     if console.soft_wrap:  # plain output is never wrapped: the indent is a prefix
-        console.print(Text(" " * indent) + text)
+        console.print(_text_class(console)(" " * indent) + text)
     else:
+        from rich.padding import Padding
+
         console.print(Padding(text, (0, 0, 0, indent), expand=False))
 
 
 def render_diagnosis(console: Console, number: int, diagnosis: Diagnosis) -> None:
     """Print one diagnosis."""
+    Text = _text_class(console)  # rich's class, or the plain one off a terminal
     head = Text(f"{number}. ", style="bold")
     head.append(diagnosis.category, style="bold red" if number == 1 else "bold yellow")
     head.append(" · ")
@@ -118,6 +205,7 @@ _PROBE_STYLES = {"confirmed": "bold green", "refuted": "bold red", "unavailable"
 
 def render_probe(console: Console, result: dict[str, Any], indent: str = "") -> None:
     """One probe result: its verdict and its one-sentence summary."""
+    Text = _text_class(console)  # rich's class, or the plain one off a terminal
     line = Text(f"{indent}probe {result['name']}: ")
     line.append(result["status"], style=_PROBE_STYLES.get(result["status"], "yellow"))
     line.append(f" ({result.get('seconds', 0):.1f} s) {result.get('summary', '')}")
@@ -141,6 +229,9 @@ def render_json(report: Report, file: TextIO, top: int | None = None) -> None:
 
 def render_rule_results(results: list[RuleResult], healthy: int, console: Console) -> None:
     """The per-rule table of ``crashcart rules test``, failures spelled out below it."""
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("rule", "TP", "FN", "TN", "FP", f"healthy FP (of {healthy})", "result"):
         table.add_column(column)
@@ -168,6 +259,10 @@ def render_rule_results(results: list[RuleResult], healthy: int, console: Consol
 
 def render_eval(results: list[CaseResult], console: Console) -> None:
     """The per-category accuracy table of ``crashcart eval``, then every miss."""
+    from rich.table import Table
+
+    from .evaluate import HEALTHY, score, summary
+
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("category", "cases", "top-1", "top-3"):
         table.add_column(column, justify="left" if column == "category" else "right")

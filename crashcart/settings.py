@@ -18,8 +18,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 
 class SettingsError(Exception):
     """The user config file is unreadable or malformed."""
@@ -51,6 +49,8 @@ def load_settings(cli_dirs: tuple[Path, ...] = ()) -> RuleSettings:
     settings = RuleSettings()
     path = config_path()
     if path.is_file():
+        import yaml  # only with a config file: most runs have none, and yaml takes a while
+
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         except (OSError, UnicodeDecodeError) as error:

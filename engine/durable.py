@@ -179,18 +179,17 @@ class RuleSession:
         # (200 rules: 0.02 s; 900: minutes), so rules are spread over rulesets of RULES_PER_SET.
         # A line fact only concerns the rule whose pattern matched; other facts go to every set.
         #: kind -> (flag, field, pattern) of every ``matches`` test, run as facts arrive.
-        self._matchers: dict[str, list[tuple[str, str, Any]]] = {}
+        self._match_tests: dict[str, list[tuple[str, str, str]]] = {}
         for rule in rules:
             for condition in rule.conditions:
                 for field, test in condition.where.items():
                     if isinstance(test, dict) and "matches" in test:
-                        self._matchers.setdefault(condition.fact, []).append(
-                            (
-                                match_flag(rule, condition, field),
-                                field,
-                                re2.compile(test["matches"]),
-                            )
+                        self._match_tests.setdefault(condition.fact, []).append(
+                            (match_flag(rule, condition, field), field, test["matches"])
                         )
+        #: The same, compiled, per kind on the first fact of that kind: compiling them all up
+        #: front was a third of the start-up of a small log, and most runs meet few kinds.
+        self._matchers: dict[str, list[tuple[str, str, Any]]] = {}
         self._host = _SynchronousHost()
         self._sets: list[str] = []
         self._set_of_rule: dict[str, str] = {}
@@ -255,7 +254,14 @@ class RuleSession:
 
     def _flagged(self, message: dict[str, Any]) -> dict[str, Any]:
         """``message`` with a true flag for each ``matches`` test its fields pass."""
-        matchers = self._matchers.get(str(message.get("kind")))
+        kind = str(message.get("kind"))
+        matchers = self._matchers.get(kind)
+        if matchers is None:
+            # Two threads may both compile a kind's patterns: the same list either way.
+            matchers = self._matchers[kind] = [
+                (flag, field, re2.compile(pattern))
+                for flag, field, pattern in self._match_tests.get(kind, [])
+            ]
         if not matchers:
             return message
         flags = {

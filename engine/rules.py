@@ -25,18 +25,14 @@ Errors are collected, not raised one at a time, and each renders like a compiler
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
-from yaml.composer import Composer
-from yaml.constructor import ConstructorError, SafeConstructor
-from yaml.resolver import Resolver
+from typing import TYPE_CHECKING, Any
 
 from ..parsers.prefilter import PatternError, check_pattern
 from . import placeholders
@@ -44,6 +40,10 @@ from .facts import COMMON_FIELDS, FACT_KINDS
 from .fixes import FRAMEWORKS
 from .rulesource import SourceError, SourceText, read_source
 from .vocabulary import CATEGORIES
+
+if TYPE_CHECKING:
+    import yaml
+    from yaml.constructor import SafeConstructor
 
 RULE_KEYS = (
     "id",
@@ -141,33 +141,48 @@ class _List(list):
     item_marks: list[Mark]
 
 
-# libyaml's parser where PyYAML has it (several times faster), PyYAML's own composer on top:
-# libyaml's composer recurses in C and overflows the stack on a deeply nested file (a segfault),
-# so nodes are composed in Python, with a depth limit.
-try:
-    from yaml.cyaml import CParser
+@functools.cache
+def _parser() -> tuple[tuple[type, ...], Any]:
+    """The YAML parser classes and their initialiser.
 
-    _PARSER: tuple[type, ...] = (CParser,)
+    libyaml's parser where PyYAML has it (several times faster), PyYAML's own composer on top:
+    libyaml's composer recurses in C and overflows the stack on a deeply nested file (a
+    segfault), so nodes are composed in Python, with a depth limit. yaml is imported here, on
+    the first rule file read: a start-up that finds its rules in the cache never needs it.
+    """
+    import yaml
 
-    def _init_parser(loader: Any, stream: str) -> None:
+    try:
+        from yaml.cyaml import CParser
+    except ImportError:  # pragma: no cover - PyYAML built without libyaml
+
+        def init_python(loader: Any, stream: str) -> None:
+            yaml.reader.Reader.__init__(loader, stream)
+            yaml.scanner.Scanner.__init__(loader)
+            yaml.parser.Parser.__init__(loader)
+
+        return (yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser), init_python
+
+    def init_libyaml(loader: Any, stream: str) -> None:
         CParser.__init__(loader, stream)
 
-except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    _PARSER = (yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser)
-
-    def _init_parser(loader: Any, stream: str) -> None:
-        yaml.reader.Reader.__init__(loader, stream)
-        yaml.scanner.Scanner.__init__(loader)
-        yaml.parser.Parser.__init__(loader)
+    return (CParser,), init_libyaml
 
 
 def _loader_for(path: str, source: SourceText | None = None) -> type[SafeConstructor]:
+    import yaml
+    from yaml.composer import Composer
+    from yaml.constructor import ConstructorError, SafeConstructor
+    from yaml.resolver import Resolver
+
+    parser_classes, init_parser = _parser()
+
     def mark(node: yaml.Node) -> Mark:
         return Mark(path, node.start_mark.line + 1, node.start_mark.column + 1, source)
 
-    class Loader(Composer, *_PARSER, SafeConstructor, Resolver):  # type: ignore[misc]
+    class Loader(Composer, *parser_classes, SafeConstructor, Resolver):  # type: ignore[misc]
         def __init__(self, stream: str) -> None:
-            _init_parser(self, stream)
+            init_parser(self, stream)
             Composer.__init__(self)
             SafeConstructor.__init__(self)
             Resolver.__init__(self)
@@ -896,6 +911,8 @@ def load_file(path: Path, errors: list[RuleError], style: bool = False) -> list[
 
     ``style`` also checks the house style (what ``crashcart rules lint`` adds).
     """
+    import yaml
+
     try:
         source = read_source(path)
     except SourceError as error:

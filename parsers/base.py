@@ -17,13 +17,10 @@ sequence number when it turns drafts into facts.
 from __future__ import annotations
 
 import functools
-import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-_log = logging.getLogger("crashcart.parsers")
 
 _UNITS = {"b": 1 / 2**30, "kb": 1 / 2**20, "kib": 1 / 2**20, "mb": 1 / 2**10, "mib": 1 / 2**10}
 _UNITS |= {"gb": 1.0, "gib": 1.0, "tb": 1024.0, "tib": 1024.0, "bytes": 1 / 2**30}
@@ -66,7 +63,12 @@ class ParserErrors:
     def record(self, where: str, error: BaseException, location: str = "") -> None:
         """Count ``error``, raised by ``where`` (a parser's name) at ``location`` (path:line)."""
         self.note(where, f"{type(error).__name__}: {str(error)[:200]}", location)
-        _log.debug("contained parser error at %s", location or where, exc_info=error)
+        # logging (and the traceback module it imports) only once something went wrong.
+        import logging
+
+        logging.getLogger("crashcart.parsers").debug(
+            "contained parser error at %s", location or where, exc_info=error
+        )
 
     def note(self, where: str, what: str, location: str = "") -> None:
         """Count an error already described as ``what``."""

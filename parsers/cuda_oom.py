@@ -40,9 +40,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
-import pyparsing as pp
-
 from .base import Draft, never_raises, to_gib
+from .lazy import pp
 
 TRIGGERS: dict[str, str] = {
     "cuda_oom_message": r"(?:CUDA|HIP) out of memory",

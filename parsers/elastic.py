@@ -36,9 +36,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
-import pyparsing as pp
-
 from .base import Draft
+from .lazy import pp
 
 TRIGGERS: dict[str, str] = {
     "elastic_failed_exitcode": r"failed \(exitcode: -?\d+\) local_rank: \d+",

@@ -208,7 +208,7 @@ class Extractor:
         self.line_patterns = dict(line_patterns or {})
         self.prefilter = build_prefilter()
         self.rule_prefilter = build_rule_prefilter(self.line_patterns)
-        self._rule_regexes = {pid: re2.compile(rx) for pid, rx in self.line_patterns.items()}
+        self._rule_regexes = _RuleRegexes(self.line_patterns)
         self._bits = _BitMap(self.prefilter, self.rule_prefilter)
         self._sources: dict[str, _SourceState] = {}
         self.series = detectors.SeriesTracker()
@@ -948,6 +948,26 @@ def _short(module: ModuleType) -> str:
 
 #: Up to this many rule patterns are scanned with Hyperscan; compiling it grows faster than
 #: linearly (900 patterns take seconds), so a larger rule set is scanned with RE2 instead.
+class _RuleRegexes(dict):
+    """Pattern id -> the rule's compiled regex, compiled when a line first needs it: a run meets
+    few rule patterns, and compiling all of them for every run was most of the time a small log
+    took to analyse."""
+
+    def __init__(self, patterns: dict[str, str]) -> None:
+        super().__init__()
+        self._patterns = patterns
+
+    def __missing__(self, pid: str) -> re2._Regexp:
+        regex = self[pid] = _rule_regex(self._patterns[pid])
+        return regex
+
+
+@lru_cache(maxsize=4096)
+def _rule_regex(pattern: str) -> re2._Regexp:
+    """A rule pattern compiled once per process (every run of ``eval`` or the TUI shares it)."""
+    return re2.compile(pattern)
+
+
 HYPERSCAN_RULE_LIMIT = 1000
 _rule_prefilters: dict[tuple[tuple[str, str], ...], Prefilter | None] = {}
 

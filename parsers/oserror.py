@@ -29,9 +29,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
-import pyparsing as pp
-
 from .base import Draft, never_raises
+from .lazy import pp
 
 TRIGGERS: dict[str, str] = {
     "os_errno": r"\[Errno \d+\] [A-Z]",

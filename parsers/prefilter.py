@@ -15,11 +15,8 @@ Both guarantee linear-time matching, so a hostile pattern or line cannot hang th
 
 from __future__ import annotations
 
-import hashlib
-import os
 import threading
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 try:  # pragma: no cover - which branch runs depends on the platform's wheels
@@ -28,6 +25,8 @@ except ImportError:  # pragma: no cover
     hyperscan = None
 
 import re2
+
+from .. import __version__, diskcache
 
 
 class PatternError(ValueError):
@@ -57,13 +56,8 @@ def _message(error: re2.error) -> str:
     return detail.decode(errors="replace") if isinstance(detail, bytes) else str(detail)
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "crashcart"
-
-
-def _hyperscan_database(patterns: list[str], anchors: list[bool]) -> Any:
-    """Compile (or load from the cache, since compiling takes a second) the Hyperscan database.
+def _hyperscan_patterns(patterns: list[str], anchors: list[bool]) -> list[bytes]:
+    """The expressions of the Hyperscan database.
 
     "The line contains p": extending a pattern to the end of its line makes Hyperscan report
     each (pattern, line) once, at the line's end, however often p occurs in it (a tqdm line
@@ -71,35 +65,46 @@ def _hyperscan_database(patterns: list[str], anchors: list[bool]) -> Any:
     (``anchors``); it would make compiling thousands of rare rule patterns slow, so those stay
     as written and their reports are folded into lines after the scan.
     """
-    anchored = [
+    return [
         (f"(?:{p})[^\n]*$" if anchor else p).encode()
         for p, anchor in zip(patterns, anchors, strict=True)
     ]
-    key = hashlib.sha256(repr((hyperscan.__version__, anchored)).encode()).hexdigest()[:24]
-    cached = _cache_dir() / f"prefilter-{key}.hsdb"
+
+
+def _database_key(anchored: list[bytes]) -> str:
+    # crashcart's version too: a database is stored only after every pattern passed
+    # check_pattern, and a cache hit skips that check, so the check must be this version's.
+    return diskcache.digest(__version__, hyperscan.__version__, *anchored)
+
+
+def _cached_database(anchored: list[bytes]) -> Any:
+    """The database compiled earlier from exactly ``anchored``, or None."""
+    payload = diskcache.read("prefilter", _database_key(anchored))
+    if payload is None:
+        return None
     try:
-        database = hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        database = hyperscan.loadb(payload, hyperscan.HS_MODE_BLOCK)
         database.scratch = hyperscan.Scratch(database)  # a loaded database comes without one
-        return database
-    except (OSError, hyperscan.error, ValueError, TypeError):
-        pass  # not cached yet, or from another platform: compile
+    except (hyperscan.error, ValueError, TypeError):
+        return None  # from another platform or Hyperscan: compile
+    return database
+
+
+def _compile_database(anchored: list[bytes]) -> Any:
+    """Compile the Hyperscan database of ``anchored`` and store it in the cache (compiling
+    takes up to a second; loading it, milliseconds)."""
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     try:
         database.compile(
             expressions=anchored,
-            ids=list(range(len(patterns))),
-            elements=len(patterns),
-            flags=[hyperscan.HS_FLAG_MULTILINE] * len(patterns),
+            ids=list(range(len(anchored))),
+            elements=len(anchored),
+            flags=[hyperscan.HS_FLAG_MULTILINE] * len(anchored),
         )
     except hyperscan.error as error:
         raise PatternError(str(error)) from None
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(hyperscan.dumpb(database))
-        partial.replace(cached)
-    except OSError:
-        pass  # a read-only home: compile every time, still correct
+    # A read-only or full cache: compile every time, still correct.
+    diskcache.write("prefilter", _database_key(anchored), hyperscan.dumpb(database))
     return database
 
 
@@ -114,25 +119,36 @@ class Prefilter:
         rare: Iterable[str] = (),
     ) -> None:
         """``rare`` names patterns expected to match seldom (rule patterns): they are compiled as
-        written, the others are line-anchored (see :func:`_hyperscan_database`)."""
+        written, the others are line-anchored (see :func:`_hyperscan_patterns`)."""
         if not patterns:
             raise ValueError("a prefilter needs at least one pattern")
         self._names = list(patterns)
         self._plain = set(rare)
         self._patterns = [patterns[name] for name in self._names]
-        for pattern in self._patterns:
-            check_pattern(pattern)
         self.engine = engine or ("hyperscan" if hyperscan is not None else "re2")
+        if self.engine not in ("hyperscan", "re2"):
+            raise ValueError(f"unknown prefilter engine {self.engine!r}")
         if self.engine == "hyperscan":
             anchors = [name not in self._plain and "$" not in p for name, p in patterns.items()]
-            self._db = _hyperscan_database(self._patterns, anchors)
+            # A database in the cache was stored after its patterns passed the check below: a
+            # start-up that finds it skips compiling every pattern again just to check it.
+            anchored = _hyperscan_patterns(self._patterns, anchors)
+            self._db = _cached_database(anchored)
+            if self._db is None:
+                self._check()
+                self._db = _compile_database(anchored)
             self._local = threading.local()
-        elif self.engine == "re2":
+        else:
+            self._check()
             alternation = "|".join(f"(?:{p})" for p in self._patterns)
             self._any = re2.compile(alternation.encode(), options=_re2_options())
             self._each = [re2.compile(p.encode(), options=_re2_options()) for p in self._patterns]
-        else:
-            raise ValueError(f"unknown prefilter engine {self.engine!r}")
+
+    def _check(self) -> None:
+        """Raise :class:`PatternError` for the first pattern RE2 refuses (see
+        :func:`check_pattern`)."""
+        for pattern in self._patterns:
+            check_pattern(pattern)
 
     def names(self, mask: int) -> Iterable[str]:
         """The names of the patterns set in a match ``mask``."""

@@ -25,9 +25,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
-import pyparsing as pp
-
 from .base import Draft, never_raises
+from .lazy import pp
 
 TRIGGERS: dict[str, str] = {
     "device_mismatch_same_device": r"Expected all tensors to be on the same device",

@@ -40,13 +40,14 @@ because a traceback is a sequence of line shapes rather than a nested language.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-import pyparsing as pp
+from .lazy import pp
 
 TRIGGERS = {
     "traceback_start": r"Traceback \(most recent call last\):",
@@ -130,8 +131,9 @@ def _build_exception_line() -> pp.ParserElement:
     return pp.LineStart() + qualname + message + pp.StringEnd()
 
 
-FRAME_LINE = _build_frame_line()
-EXCEPTION_LINE = _build_exception_line()
+# Built on first use: a log without a traceback never imports pyparsing (parsers/lazy.py).
+_frame_line = functools.cache(_build_frame_line)
+_exception_line = functools.cache(_build_exception_line)
 CHAIN_MARKERS = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
@@ -245,7 +247,7 @@ def is_exception_line(text: str) -> bool:
     if not text or text[0].isspace():
         return False
     try:
-        EXCEPTION_LINE.parse_string(text)
+        _exception_line().parse_string(text)
     except pp.ParseException:
         return False
     return True
@@ -273,7 +275,7 @@ def parse_block(lines: list[str]) -> Traceback | None:
             # A paste can lose the indentation: a frame line is one wherever it starts.
             if stripped.startswith("File "):
                 try:
-                    found = FRAME_LINE.parse_string(stripped)
+                    found = _frame_line().parse_string(stripped)
                 except pp.ParseException:
                     continue
                 frames.append(Frame(found["file"], found["line"], found["func"].strip()))
@@ -286,7 +288,7 @@ def parse_block(lines: list[str]) -> Traceback | None:
             current.message += "\n" + stripped
             continue
         try:
-            found = EXCEPTION_LINE.parse_string(text)
+            found = _exception_line().parse_string(text)
         except pp.ParseException:
             continue
         current = ExceptionInfo(

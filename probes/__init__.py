@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from crashcart.probes.base import STATUSES
-from crashcart.probes.runner import child_argv, run_child
 
 __all__ = ["REGISTRY", "STATUSES", "TIME_LIMITS", "ProbeResult", "probe_names", "run_probe"]
 
@@ -82,6 +81,10 @@ def run_probe(
     if name not in REGISTRY:
         raise ValueError(f"unknown probe {name!r}; known: {', '.join(REGISTRY)}")
     limit = TIME_LIMITS[name] if timeout is None else float(timeout)
+    # The runner (subprocess, tempfile) only when a probe runs: the command line imports this
+    # package for the probe names alone, at every start.
+    from crashcart.probes.runner import child_argv, run_child
+
     argv = _argv if _argv is not None else child_argv(name, dict(context or {}))
     result, seconds = run_child(argv, limit)
     return ProbeResult(name=name, seconds=round(seconds, 3), **result)
