@@ -51,6 +51,7 @@ test: lint tmux
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/engine_flags.py
+	$(BIN)/python benchmarks/rss_soak.py
 
 # Files generated from the code: the rule JSON Schema, the fact reference in docs/rules.md, and
 # the table of where each rule example comes from. Tests fail when they are stale.

@@ -374,6 +374,12 @@ def probe(name: str | None, log: Path | None, context_json: str | None, as_json:
 @click.option(
     "--max-false-alarms", type=click.IntRange(min=0), help="Exit 1 on more healthy-run alarms."
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    help="Cases analysed at once, in separate processes [default: the number of cores; 1: serial].",
+)
 @rules_option
 def eval_command(
     corpus: Path,
@@ -381,16 +387,17 @@ def eval_command(
     min_top1: float | None,
     min_top3: float | None,
     max_false_alarms: int | None,
+    jobs: int | None,
     rule_dirs: tuple[Path, ...],
 ) -> None:
     """Measure accuracy on a corpus of cases (every expected.yaml below CORPUS)."""
-    from .evaluate import CorpusError, evaluate, summary, to_json
+    from .evaluate import CorpusError, default_jobs, evaluate, summary, to_json
     from .parsers.sources import InputError
     from .report import make_console, render_eval
 
     rulebase = load_rulebase(rule_dirs)
     try:
-        results = evaluate(corpus, rulebase)
+        results = evaluate(corpus, rulebase, jobs or default_jobs())
     except (CorpusError, InputError) as error:
         fail(str(error))
     totals = summary(results)

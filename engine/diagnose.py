@@ -70,6 +70,7 @@ class Diagnoser:
         #: file was read first (the CLI reads in name order, the live UI as bytes arrive).
         self._copies: dict[int, list[LogLine]] = {}
         self._per_kind: Counter[str] = Counter()
+        self._per_pattern: Counter[str] = Counter()
         self.dropped = Counter[str]()
         self._closed = False
 
@@ -94,6 +95,14 @@ class Diagnoser:
         if self._per_kind[draft.kind] >= MAX_FACTS_PER_KIND:
             self.dropped[draft.kind] += 1
             return []
+        if draft.kind == "line":
+            # A rule's unrelated line conditions join as a cross product: each takes only so
+            # many lines that their combinations stay bounded (docs/rules.md, Limits).
+            pattern = str(draft.fields.get("pattern", ""))
+            if self._per_pattern[pattern] >= self.session.line_caps.get(pattern, 1 << 30):
+                self.dropped[draft.kind] += 1
+                return []
+            self._per_pattern[pattern] += 1
         self._per_kind[draft.kind] += 1
         self._seq += 1
         self._signatures[signature] = self._seq
@@ -133,6 +142,8 @@ class Diagnoser:
             fact = self.facts.pop(seq)
             self.session.retract_fact(fact.to_engine(self.sid))
             self._per_kind[kind] -= 1
+            if kind == "line":
+                self._per_pattern[str(fact.fields.get("pattern", ""))] -= 1
         for rule_id, hypothesis in list(self.hypotheses.items()):
             hypothesis.matches = [m for m in hypothesis.matches if not gone & {f.seq for f in m}]
             if not hypothesis.matches:

@@ -48,6 +48,23 @@ _RULESET_NAME = "crashcart"
 _hosts = itertools.count()
 RULES_PER_SET = 100
 _EPOCH = datetime.datetime(1970, 1, 1)
+#: Matching lines one ``line`` condition takes per run (the extractor sends no more than this).
+MAX_LINES_PER_CONDITION = 50
+#: The combinations of lines a rule's ``line`` conditions may form in one run. Unrelated line
+#: conditions join as a cross product (3 conditions of 50 lines each: 125,000 firings, 10 s;
+#: 4 conditions: hours), so a rule with k line conditions takes floor(k-th root) lines each.
+MAX_LINE_COMBINATIONS = 2500
+
+
+def line_cap(line_conditions: int) -> int:
+    """The matching lines each ``line`` condition of a rule with ``line_conditions`` of them
+    (in one branch) takes per run: their product stays within :data:`MAX_LINE_COMBINATIONS`."""
+    if line_conditions <= 1:
+        return MAX_LINES_PER_CONDITION
+    cap = int(MAX_LINE_COMBINATIONS ** (1 / line_conditions))
+    while (cap + 1) ** line_conditions <= MAX_LINE_COMBINATIONS:  # the float root may be short
+        cap += 1
+    return max(1, min(MAX_LINES_PER_CONDITION, cap))
 
 
 def _unix_now() -> float:
@@ -175,6 +192,15 @@ class RuleSession:
         self._lock = threading.RLock()
         self._firings: dict[str, list[Firing]] = {}
         self._positive_names = {rule.id: [c.name for c in [*rule.all, *rule.any]] for rule in rules}
+        #: pattern id -> matching lines its condition takes per run (see :func:`line_cap`).
+        self.line_caps: dict[str, int] = {}
+        for rule in rules:
+            joined = sum(c.fact == "line" for c in rule.all) + any(
+                c.fact == "line" for c in rule.any
+            )
+            for condition in rule.conditions:
+                if condition.fact == "line":
+                    self.line_caps[line_pattern_id(rule, condition)] = line_cap(joined)
         # durable-rules builds one ruleset in time that grows much faster than its rule count
         # (200 rules: 0.02 s; 900: minutes), so rules are spread over rulesets of RULES_PER_SET.
         # A line fact only concerns the rule whose pattern matched; other facts go to every set.

@@ -50,3 +50,19 @@ def test_missing_or_empty_corpus_is_a_clear_error(tmp_path: Path) -> None:
     for path in (tmp_path / "nope", tmp_path):
         result = crashcart("eval", str(path))
         assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_parallel_and_serial_eval_give_the_same_report() -> None:
+    """Cases analysed in worker processes score exactly as in one process, in the same order
+    (a batch with misses, so the order of the misses lists is compared too)."""
+    reports = {
+        jobs: crashcart("eval", "--json", "--jobs", jobs, "corpus/batch-02").stdout
+        for jobs in ("1", "3")
+    }
+    assert json.loads(reports["1"])["summary"]["cases"] == 52
+    assert reports["3"] == reports["1"]
+
+
+def test_jobs_must_be_positive() -> None:
+    result = crashcart("eval", "--jobs", "0", "corpus/batch-02")
+    assert result.returncode == 2 and "--jobs" in result.stderr

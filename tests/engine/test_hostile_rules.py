@@ -8,6 +8,7 @@ guards for inputs that took minutes or crashed before, not benchmarks.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -21,6 +22,7 @@ import yaml
 
 from crashcart.analyzer import RuleBase
 from crashcart.engine import rules as rules_module
+from crashcart.engine.durable import MAX_LINE_COMBINATIONS, MAX_LINES_PER_CONDITION, line_cap
 from crashcart.engine.fixes import MAX_SHOWN_CHARS, fill
 from crashcart.engine.rules import (
     MAX_CONDITIONS,
@@ -523,3 +525,35 @@ def test_errors_count_lines_as_yaml_does(tmp_path: Path, newline: str) -> None:
     path.write_text(newline.join(["# a comment", "id: [1", "x: 1", ""]), newline="")
     (error,) = load(path)
     assert (error.mark.line, error.render().splitlines()[1]) == (3, "    x: 1")
+
+
+# --- rules whose conditions multiply -------------------------------------------------------
+
+
+def test_unrelated_line_conditions_do_not_multiply_without_bound(tmp_path: Path) -> None:
+    # Four line conditions with nothing joining them fire once per combination of their lines:
+    # with 50 lines each (the extractor's limit per pattern), 6.25 million firings, which took
+    # hours (three conditions: 125,000 in about 10 s). Each now takes 7 lines: 2,401 firings.
+    names = ("alpha", "beta", "gamma", "delta")
+    conditions = "".join(f'    - fact: line\n      regex: "{n} \\\\d+"\n' for n in names)
+    rule = GOOD.replace('    - fact: line\n      regex: "HOSTILE (?P<what>\\\\w+)"\n', conditions)
+    rule = rule.replace("The log says {what}.", "Crossed.")
+    path = write(tmp_path, rule)
+    log = tmp_path / "crossed.log"
+    log.write_text("".join(f"{n} {i}\n" for i in range(200) for n in names))
+    started = time.monotonic()
+    result, _ = crashcart("analyze", "--json", "--rules", str(path.parent), str(log), timeout=60)
+    seconds = time.monotonic() - started
+    assert result.returncode == 1, result.stderr[-2000:]
+    diagnoses = json.loads(result.stdout)["diagnoses"]
+    assert diagnoses[0]["rule"] == "host_oom.hostile"
+    assert seconds < 10, f"analyze took {seconds:.1f} s"
+
+
+def test_line_caps_keep_every_rules_combinations_bounded() -> None:
+    assert line_cap(1) == line_cap(2) == MAX_LINES_PER_CONDITION
+    for conditions in range(2, 33):
+        cap = line_cap(conditions)
+        # The most lines each that keeps the product within the bound, and at least one.
+        assert cap >= 1 and cap**conditions <= MAX_LINE_COMBINATIONS
+        assert (cap + 1) ** conditions > MAX_LINE_COMBINATIONS
