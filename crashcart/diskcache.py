@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 #: The environment variable that moves the cache (tests, read-only homes, CI caches).
@@ -54,13 +55,15 @@ def _path(kind: str, key: str) -> Path:
 
 def read(kind: str, key: str) -> bytes | None:
     """The payload stored for (``kind``, ``key``), or None if there is no sound entry."""
-    path = _path(kind, key)
+    # O_NONBLOCK: a named pipe put where an entry belongs must not hang the start.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        with open(path, "rb") as handle:
+        with open(os.open(_path(kind, key), flags), "rb") as handle:
             info = os.fstat(handle.fileno())
             # Another user's file, or one others may write, could hold anything: the rule base is
             # a pickle, and unpickling runs code. Such an entry is not ours to trust.
-            if info.st_uid != os.getuid() or info.st_mode & 0o022:
+            owner = os.getuid() if hasattr(os, "getuid") else info.st_uid  # no uids: Windows
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != owner or info.st_mode & 0o022:
                 return None
             data = handle.read()
     except OSError:

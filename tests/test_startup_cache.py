@@ -131,6 +131,13 @@ def test_an_entry_others_may_write_is_not_trusted(cache: Path) -> None:
     assert diskcache.read(KIND, rules_key([])) is not None
 
 
+def test_a_named_pipe_in_place_of_an_entry_does_not_hang_the_start(cache: Path) -> None:
+    cache.mkdir(parents=True)
+    os.mkfifo(cache / f"{KIND}-{rules_key([])}.bin")  # a plain open would wait for a writer
+    assert diskcache.read(KIND, rules_key([])) is None
+    assert load_rules_cached() == load_rules()
+
+
 def test_writes_are_atomic_and_old_entries_pruned(cache: Path) -> None:
     for index in range(diskcache.KEEP + 3):
         assert diskcache.write("test", f"key{index}", b"payload %d" % index)
