@@ -52,6 +52,8 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/engine_flags.py
 	$(BIN)/python benchmarks/rss_soak.py
+	$(BIN)/python benchmarks/eval_jobs.py
+	$(BIN)/python benchmarks/rule_scaling.py
 
 # Files generated from the code: the rule JSON Schema, the fact reference in docs/rules.md, and
 # the table of where each rule example comes from. Tests fail when they are stale.

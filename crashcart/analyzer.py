@@ -23,7 +23,7 @@ from .engine.durable import RuleSession, line_pattern_id
 from .engine.rulecache import load_rules_cached
 from .engine.rules import Rule, RuleError, RuleLoadError
 from .parsers.base import Draft, ParserErrors
-from .parsers.extract import Extractor, Finding, build_rule_prefilter
+from .parsers.extract import Extractor, Finding, compile_rule_patterns
 from .parsers.prefilter import PatternError, Prefilter
 from .parsers.sources import Source, resolve
 
@@ -57,7 +57,7 @@ class RuleBase:
         # Compiled here, once, so that a pattern set the prefilter refuses is a rule error the
         # command reports and exits on, not a failure in the middle of an analysis.
         try:
-            build_rule_prefilter(self.line_patterns)
+            self.rule_patterns = compile_rule_patterns(self.line_patterns)
         except PatternError as error:
             errors = [problem for rule in rules for problem in prefilter_errors(rule)]
             raise RuleLoadError(
@@ -136,7 +136,7 @@ class Analyzer:
 
     def __init__(self, rulebase: RuleBase | None = None) -> None:
         self.rulebase = rulebase or default_rulebase()
-        self.extractor = Extractor(self.rulebase.line_patterns)
+        self.extractor = Extractor(self.rulebase.rule_patterns)
         self.diagnoser = Diagnoser(self.rulebase.session, self.rulebase.session.open_run())
         self.started = time.monotonic()
 

@@ -152,12 +152,10 @@ class Prefilter:
 
     def names(self, mask: int) -> Iterable[str]:
         """The names of the patterns set in a match ``mask``."""
-        index = 0
-        while mask:
-            if mask & 1:
-                yield self._names[index]
-            mask >>= 1
-            index += 1
+        while mask:  # the set bits only, lowest first: a mask may have thousands of bits
+            low = mask & -mask
+            yield self._names[low.bit_length() - 1]
+            mask ^= low
 
     @property
     def pattern_names(self) -> list[str]:

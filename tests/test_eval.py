@@ -66,3 +66,19 @@ def test_parallel_and_serial_eval_give_the_same_report() -> None:
 def test_jobs_must_be_positive() -> None:
     result = crashcart("eval", "--jobs", "0", "corpus/batch-02")
     assert result.returncode == 2 and "--jobs" in result.stderr
+
+
+def test_an_unreadable_case_in_a_worker_is_one_error_line(tmp_path: Path) -> None:
+    """An input error raised in a worker process reaches the user as in a serial run."""
+    corpus = make_corpus(tmp_path)
+    broken = corpus / "zz_broken"
+    broken.mkdir()
+    (broken / "expected.yaml").write_text("category: none\n")
+    (broken / "train.log.gz").write_bytes(b"\x1f\x8b\x08\x00corrupt")
+    for jobs in ("1", "2"):
+        result = crashcart("eval", "--jobs", jobs, str(corpus))
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.splitlines() == [
+            f"crashcart: error: cannot read {broken / 'train.log.gz'}: Compressed file ended "
+            "before the end-of-stream marker was reached"
+        ]
