@@ -1147,17 +1147,9 @@ def _traceback_evidence(
     if bare:
         return lines[: _MAX_MESSAGE_EVIDENCE + 1]
     if final.cut:  # no message: the user's frame and the innermost frame with its code line
-        innermost = max(
-            (i for i, line in enumerate(lines) if line.text.lstrip().startswith("File ")),
-            default=len(lines) - 1,
-        )
-        own = [
-            line
-            for line in lines[:innermost]
-            if line.text.lstrip().startswith("File ")
-            and not traceback.is_library_file(traceback.frame_file(line.text) or "")
-        ]
-        return own[-1:] + lines[innermost : innermost + 2]
+        frames, own = _frame_lines(lines, len(lines))
+        innermost = frames[-1] if frames else len(lines) - 1
+        return [lines[i] for i in own if i < innermost][-1:] + lines[innermost : innermost + 2]
     start = len(lines) - 1
     first_message_line = final.message.split("\n", 1)[0]
     for index in range(len(lines) - 1, -1, -1):
@@ -1165,14 +1157,7 @@ def _traceback_evidence(
         if final.qualname in text and first_message_line[:40] in text:
             start = index
             break
-    frames = [i for i in range(start) if lines[i].text.lstrip().startswith("File ")]
-    # The user's own innermost frame (train.py:88), not the library's that raised; the
-    # innermost frame when every frame is a library's.
-    own = [
-        i
-        for i in frames
-        if not traceback.is_library_file(traceback.frame_file(lines[i].text) or "")
-    ]
+    frames, own = _frame_lines(lines, start)
     frames = (own or frames)[-_EVIDENCE_FRAMES:]
     message = []
     for line in lines[start:]:
@@ -1182,6 +1167,18 @@ def _traceback_evidence(
         if text:
             message.append(line)
     return [lines[i] for i in frames] + message[:_MAX_MESSAGE_EVIDENCE]
+
+
+def _frame_lines(lines: list[LogLine], end: int) -> tuple[list[int], list[int]]:
+    """Indices of the frame lines before ``end``, and of those in the user's own files
+    (train.py:88), not a library's: evidence points at the user's code."""
+    frames = [i for i in range(end) if lines[i].text.lstrip().startswith("File ")]
+    own = [
+        i
+        for i in frames
+        if not traceback.is_library_file(traceback.frame_file(lines[i].text) or "")
+    ]
+    return frames, own
 
 
 def _message_line(evidence: list[LogLine], exc: traceback.ExceptionInfo) -> LogLine | None:

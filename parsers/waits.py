@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import re
 
+#: The process group's set-up, which a healthy run logs once and then moves past.
+_PROCESS_GROUP_INIT = (
+    r"initializing (?:ddp|distributed): GLOBAL_RANK|Initializing TorchBackend in DeepSpeed"
+)
+
 TRIGGERS: dict[str, str] = {
     "waiting": r"(?i)\bwaiting (?:in|for|on)\b|store based barrier|Lock file exists",
-    # The process group's set-up, which a healthy run logs once and then moves past.
-    "process_group_init": r"(?i)initializing (?:ddp|distributed): GLOBAL_RANK"
-    r"|Initializing TorchBackend in DeepSpeed",
+    "process_group_init": f"(?i){_PROCESS_GROUP_INIT}",
     "extension_build": r"as PyTorch extensions root|(?:Loading|Building) extension module",
     "stack_dump": r"Timeout \(\d+:\d\d:\d\d\)!|Thread 0x[0-9a-fA-F]+ \(most recent call first\)"
     r"|Thread \S+ \((?:idle|active)\)",
@@ -41,7 +44,7 @@ _SIGNATURES = (
         "rendezvous",
         re.compile(
             r"(?i)store based barrier|waiting (?:in|for|on) .*(?:rank|node|process group|rendezvous|worker)"
-            r"|initializing (?:ddp|distributed): GLOBAL_RANK|Initializing TorchBackend"
+            f"|{_PROCESS_GROUP_INIT}"
         ),
     ),
     ("stack_dump", re.compile(r"Timeout \(\d|Thread \S+ \((?:most recent|idle|active)")),

@@ -24,16 +24,21 @@ from crashcart.parsers.lines import MAX_LINE_BYTES
 CLI = [sys.executable, "-m", "crashcart"]
 
 
+def feed_in_pieces(analyzer: Analyzer, data: bytes, cuts: list[int]) -> None:
+    """Feed ``data`` to ``analyzer`` in pieces cut at ``cuts``, then end the run."""
+    last = 0
+    for cut in [*sorted(set(cuts)), len(data)]:
+        analyzer.feed("train.log", data[last:cut])
+        last = cut
+    analyzer.finish()
+    analyzer.conclude()
+
+
 def run_chunks(data: bytes, cuts: list[int]) -> tuple[list, list, dict]:
     """Analyse ``data`` fed in pieces cut at ``cuts``; return diagnoses, facts and errors."""
     analyzer = Analyzer(default_rulebase())
     try:
-        last = 0
-        for cut in [*sorted(set(cuts)), len(data)]:
-            analyzer.feed("train.log", data[last:cut])
-            last = cut
-        analyzer.finish()
-        analyzer.conclude()
+        feed_in_pieces(analyzer, data, cuts)
         report = analyzer.report()
         diagnoses = [
             (d.rule, d.summary, [(e.lineno, e.text) for e in d.evidence]) for d in report.diagnoses
@@ -346,12 +351,7 @@ def series_and_diagnoses(data: bytes, cuts: list[int]) -> tuple[dict, list, int]
     """The run's metric series (values, where), its diagnoses, and its metric points."""
     analyzer = Analyzer(default_rulebase())
     try:
-        last = 0
-        for cut in [*sorted(set(cuts)), len(data)]:
-            analyzer.feed("train.log", data[last:cut])
-            last = cut
-        analyzer.finish()
-        analyzer.conclude()
+        feed_in_pieces(analyzer, data, cuts)
         tracker = analyzer.extractor.series
         series = {
             key: [(p.value, p.index, p.step, p.line.lineno) for p in s.points]
