@@ -12,6 +12,7 @@ exits, a C++ extension prints it, a pasted excerpt keeps only it. Real examples:
     c39f5cf046aa:4533:4667 [0] NCCL INFO misc/socket.cc:619 -> 2
     (raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM)
     /usr/local/cuda/include/cuda_fp16.h:12: fatal error: cuda_runtime.h: No such file or directory
+    formats: can't open input file `./data/01/01-1_01.wav': No such file or directory
 
 Kind: ``error_line`` (signature, message, detail). No rule names a cause from the line alone:
 vocabulary rules read its words, and specific rules match the line itself. ``signature`` says
@@ -43,6 +44,13 @@ _NCCL_FAILURE = (
     r"|refused|mismatch|unable|closed)"
 )
 
+#: strerror(3) texts of the errors a training run's tools meet: files, memory, disks, descriptors.
+_STRERROR = (
+    r"No such file or directory|Permission denied|Cannot allocate memory|No space left on device"
+    r"|Input/output error|Too many open files|Read-only file system|Disk quota exceeded"
+    r"|Stale file handle"
+)
+
 TRIGGERS: dict[str, str] = {
     "error_level": rf"(?:^|[\s\[|(:]){_LEVEL}(?:[\s\]|:)-]|$)|{_GLOG}|{_RAY}|{_C10}",
     "error_in": r"\berror in [\w.:]+: ",
@@ -52,6 +60,8 @@ TRIGGERS: dict[str, str] = {
     "compiler": r"(?:fatal error|error): [\w'\"/]",
     # NCCL traces a failing call's way out at INFO level, one ``file:line -> code`` per frame.
     "nccl_trace": r"NCCL INFO [\w/.]+\.(?:cc|h|cu):\d+ -> [1-6]\b",
+    # A tool's perror(3): ``prog: what it tried: strerror``, printed by sox, tar, ffmpeg, a shell.
+    "os_error": rf": (?:{_STRERROR})\s*$",
 }
 
 #: How an unrecognised diagnosis names each form.
@@ -63,6 +73,7 @@ SIGNATURE_NAMES = {
     "nccl_warn_failure": "an NCCL failure",
     "compiler": "a compiler error",
     "nccl_trace": "an NCCL call that failed",
+    "os_error": "a tool's system error",
 }
 #: Signatures that show a failure by their form alone; a logger's ERROR may be routine.
 FAILURE_SIGNATURES = frozenset(
@@ -97,6 +108,9 @@ def _message(signature: str, text: str) -> str:
     for marker in ("error in ", "THCudaCheck FAIL ", "Exception raised from ", "NCCL WARN "):
         if marker in text:
             return text.split(marker, 1)[1].strip()
+    if signature == "os_error":
+        # A progress bar redrawn on the same line comes first: the tool's words follow its ``]``.
+        return re.sub(r"^.*/(?:s|it)\]\s*", "", text).strip()
     return text.split("error: ", 1)[-1].strip()
 
 

@@ -71,3 +71,31 @@ def test_analyses_in_one_process_reuse_the_engine_session_ids() -> None:
     assert second.diagnoser.sid == sid != third.diagnoser.sid
     second.close()
     third.close()
+
+
+def test_a_missing_data_file_is_unreadable_data_and_a_missing_checkpoint_is_not() -> None:
+    # VCoder (LLaVA) training: the dataset's annotation file was never downloaded.
+    data = run_text(
+        "FileNotFoundError: [Errno 2] No such file or directory:"
+        " './playground/data/coco_segm_text/train/panoptic.txt'\n"
+    )
+    assert categories(data)[:1] == ["data_error"]
+    weights = run_text(
+        "FileNotFoundError: [Errno 2] No such file or directory: 'runs/exp3/weights/best.pt'\n"
+    )
+    assert categories(weights)[:1] == ["checkpoint_load"]
+
+
+def test_a_path_that_does_not_exist_is_a_setting_to_fix() -> None:
+    # diffusers' train_dreambooth.py given an --instance_data_dir that was never created.
+    report = run_text("ValueError: Instance images root doesn't exists.\n")
+    assert categories(report)[:1] == ["config_error"]
+
+
+def test_cuda_tensors_shared_with_workers_are_a_data_loading_failure() -> None:
+    # fastai on Windows: spawned DataLoader workers cannot receive CUDA tensors.
+    report = run_text(
+        "THCudaCheck FAIL file=..\\torch/csrc/generic/StorageSharing.cpp line=253 error=801 :"
+        " operation not supported\n"
+    )
+    assert categories(report)[:1] == ["dataloader_worker"]

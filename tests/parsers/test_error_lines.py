@@ -84,3 +84,18 @@ def test_error_line_forms(line: str, signature: str, message: str) -> None:
 )
 def test_not_error_lines(line: str) -> None:
     assert error_lines.parse(line) == []
+
+
+def test_a_tools_system_error_is_read_after_the_progress_bar_it_shares_a_line_with() -> None:
+    # SpeechBrain on Colab: sox's perror() printed on the line tqdm was redrawing.
+    line = (
+        "  0% 0/1 [00:00<?, ?it/s]formats: can't open input file"
+        " `./Speech Brain/converteddata/01/01-1_01.wav': No such file or directory"
+    )
+    (draft,) = error_lines.parse(line)
+    assert draft.fields["signature"] == "os_error"
+    assert draft.fields["message"] == (
+        "formats: can't open input file `./Speech Brain/converteddata/01/01-1_01.wav':"
+        " No such file or directory"
+    )
+    assert "os_error" not in error_lines.FAILURE_SIGNATURES  # `ls` says it in healthy runs too
