@@ -18,6 +18,7 @@ import re2
 
 from ..parsers.extract import Finding
 from ..parsers.lines import LogLine
+from ..parsers.traceback import frame_file
 from . import ranking
 from .diagnosis import Diagnosis, ranges
 from .durable import EngineError, Firing, RuleSession
@@ -307,7 +308,7 @@ def _frames_by_message(
         if fact.kind != "exception":
             continue
         for evidence in (fact.evidence, (copies or {}).get(fact.seq, [])):
-            frames = [line for line in evidence if line.text.lstrip().startswith("File ")]
+            frames = [line for line in evidence if frame_file(line.text) is not None]
             for line in evidence:
                 if frames and line not in frames:
                     found.setdefault((line.path, line.lineno), frames)

@@ -179,6 +179,9 @@ def _failure_text(fact: Fact) -> tuple[str, str]:
         if fields.get("cut"):
             calls, files = fields.get("calls", "").split(), fields.get("files", "").split()
             where = f"the innermost frame is {calls[-1]} in {files[-1]}" if calls and files else ""
+            # IPython's header names the exception even when the paste lost its message.
+            if fields.get("qualname"):
+                return f"{fields['qualname']}, in a traceback cut before its message", where
             return "a traceback cut before its error line", where
         name = fields.get("qualname", fields.get("type", "Exception"))
         return name, fields.get("detail") or fields.get("message", "")

@@ -95,6 +95,7 @@ _TRAILING_LEVEL = re.compile(rf"(?:{_GLOG}[^\]]*\]|{_RAY}|{_C10})\s*(?P<message>
 #: Routine lines that carry the word: a run that prints its error count, a retry it survived.
 _ROUTINE = re.compile(r"(?i)\b(?:0 errors?|no errors?|errors?: 0|warn(?:ing)?:|retry|retrying)\b")
 _DETAIL_CHARS = 1000
+_INFO = re.compile(r"\b(?:INFO|DEBUG)\b")
 
 
 def _message(signature: str, text: str) -> str:
@@ -122,6 +123,8 @@ def parse(text: str) -> list[Draft]:
     if bare_exception(line) is not None or _ROUTINE.search(line):
         return []
     for signature, pattern in _COMPILED.items():
+        if signature == "os_error" and _INFO.search(line):
+            continue  # a library's note on something optional it did not find (NCCL's plugin)
         if pattern.search(line):
             message = _message(signature, line)
             if not message:

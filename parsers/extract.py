@@ -114,6 +114,7 @@ class _Block:
     bare: bool = False  # opened by an exception line with no traceback above it
     ignored: bool = False  # Python printed it under "Exception ignored in": not fatal
     rich: bool = False  # a rich-boxed traceback (frames drawn in a box)
+    ipython: str = ""  # an IPython traceback: the exception its header names
 
 
 _TRACEBACK_HEADER = "Traceback (most recent call last):"
@@ -577,8 +578,11 @@ class Extractor:
             return
         if mask & bits.traceback:
             block = state.blocks[line.rank] = _Block(ignored=state.lineno <= state.ignored_until)
-            if traceback.RICH_HEADER.search(line.text):
-                block.rich = True
+            ipython = traceback.IPYTHON_HEADER.match(line.text)
+            if ipython:
+                block.ipython = ipython["qualname"]
+            if ipython or traceback.RICH_HEADER.search(line.text):
+                block.rich = not ipython
                 block.collector.start(_TRACEBACK_HEADER)
                 block.lines = traceback.HeadTail([line])
                 return
@@ -694,6 +698,8 @@ class Extractor:
         text = line.text
         if block.rich:
             text = traceback.unbox(text)
+        elif block.ipython and block.collector.state == "frames":
+            text = traceback.from_ipython(text)
         if block.bare:
             # Only a line no parser wants can continue a message found without its traceback.
             starts_record = starts_record or bool(mask)
@@ -775,6 +781,8 @@ class Extractor:
         if parsed is None:
             return
         final = parsed.final
+        if final.cut and block.ipython:
+            final.qualname = block.ipython  # IPython's header named what the cut paste lost
         rank = logged[0].rank if logged else None
         members = [*parsed.chain, final]
         phases = _chain_phases(members)
@@ -1172,7 +1180,7 @@ def _traceback_evidence(
 def _frame_lines(lines: list[LogLine], end: int) -> tuple[list[int], list[int]]:
     """Indices of the frame lines before ``end``, and of those in the user's own files
     (train.py:88), not a library's: evidence points at the user's code."""
-    frames = [i for i in range(end) if lines[i].text.lstrip().startswith("File ")]
+    frames = [i for i in range(end) if traceback.frame_file(lines[i].text) is not None]
     own = [
         i
         for i in frames

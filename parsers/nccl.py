@@ -107,7 +107,9 @@ def _grammar() -> dict[str, pp.ParserElement]:
     rest_of_line = pp.Regex(r"[^\n]*")
 
     version = pp.Literal("NCCL version") + pp.Regex(r"\d+(?:\.\d+)+")("version")
-    cuda_failure = pp.Literal("Cuda failure") + pp.QuotedString("'")("cuda_failure")
+    cuda_failure = pp.Literal("Cuda failure") + pp.QuotedString(
+        "'", convert_whitespace_escapes=False
+    )("cuda_failure")
     last_error = pp.Literal("Last error:") + pp.Regex(r"\s*[^\n]*")("last_error")
     error_number = pp.Literal("NCCL Error") + integer("number")
 

@@ -78,7 +78,11 @@ _SIGNALS = {
 def _grammar() -> dict[str, pp.ParserElement]:
     """Build the grammars once."""
     integer = pp.common.integer
-    path = pp.QuotedString("'") | pp.QuotedString('"') | pp.QuotedString("<", end_quote_char=">")
+    path = (
+        pp.QuotedString("'", convert_whitespace_escapes=False)
+        | pp.QuotedString('"', convert_whitespace_escapes=False)
+        | pp.QuotedString("<", end_quote_char=">", convert_whitespace_escapes=False)
+    )
     strerror = pp.Regex(r"[A-Za-z][A-Za-z /\-]*[A-Za-z]")
     # "[Errno 28] No space left on device: '/ckpt/x.bin'"
     errno_form = (

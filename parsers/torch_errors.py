@@ -124,7 +124,7 @@ def _grammar() -> dict[str, pp.ParserElement]:
     for_argument = (
         pp.Literal("Tensor for argument #")
         + integer("index")
-        + pp.QuotedString("'")("argument")
+        + pp.QuotedString("'", convert_whitespace_escapes=False)("argument")
         + pp.Literal("is on")
         + pp.Word(pp.alphas)("device_a")
         + pp.Literal(", but expected it to be on")
@@ -136,7 +136,11 @@ def _grammar() -> dict[str, pp.ParserElement]:
         + pp.Word(pp.alphas)("device_b")
         + pp.Literal("but got device type")
         + pp.Word(pp.alphas)("device_a")
-        + pp.Opt(pp.Literal("for argument #") + integer + pp.QuotedString("'")("argument"))
+        + pp.Opt(
+            pp.Literal("for argument #")
+            + integer
+            + pp.QuotedString("'", convert_whitespace_escapes=False)("argument")
+        )
     )
     expected_device = (
         pp.Literal("Tensor on device")
@@ -155,7 +159,7 @@ def _grammar() -> dict[str, pp.ParserElement]:
     device_assert = (
         pp.Opt(site)
         + pp.Literal("Assertion")
-        + pp.QuotedString("`")("assertion")
+        + pp.QuotedString("`", convert_whitespace_escapes=False)("assertion")
         + pp.Literal("failed")
     )
     return {

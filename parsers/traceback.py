@@ -30,9 +30,20 @@ whose message is wrapped over lines::
     RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB total
     capacity; 6.90 GiB already allocated)
 
+and IPython's tracebacks (Jupyter, Colab), whose header names the exception and whose frames
+show the code around an arrow::
+
+    UnidentifiedImageError                    Traceback (most recent call last)
+    Cell In[4], line 2
+          1 opt = get_config("config_files/en_filtered_config.yaml")
+    ----> 2 train(opt, amp=False)
+    File ~\\OCR\\trainer\\dataset.py:101, in Batch_Balanced_Dataset.get_batch(self)
+    --> 101         image, text = next(data_loader_iter)
+
 are each read as a block of the same shape: :mod:`.failure` turns the first two into an
 exception line that opens a block without frames (:meth:`TracebackCollector.start_message`),
-and :func:`unbox` turns rich's box lines into ordinary frame lines.
+:func:`unbox` turns rich's box lines and :func:`from_ipython` IPython's into ordinary frame
+lines.
 
 The line grammars are pyparsing, built once; the walk over a block's lines is plain Python,
 because a traceback is a sequence of line shapes rather than a nested language.
@@ -55,6 +66,8 @@ TRIGGERS = {
     "traceback_frame": r"File \"[^\"\n]+\", line \d+, in \S",
     # rich's boxed traceback header (no colon after the parenthesis).
     "traceback_rich": r"Traceback \(most recent call last\) ─",
+    # IPython's header: the exception's name, padding, and no colon.
+    "traceback_ipython": r"^[\w.]+ {2,}Traceback \(most recent call last\)\s*$",
 }
 
 #: A block keeps its first HEAD_LINES and its last TAIL_LINES lines; what lies between (a
@@ -117,7 +130,7 @@ class HeadTail(Generic[T]):
 
 def _build_frame_line() -> pp.ParserElement:
     # File "/path/to/train.py", line 41, in main
-    path = pp.QuotedString('"')("file")
+    path = pp.QuotedString('"', convert_whitespace_escapes=False)("file")
     # At most 9 digits: no file has more lines, and int() refuses more than 4,300 digits.
     number = pp.Regex(r"\d{1,9}(?!\d)").set_parse_action(lambda t: int(t[0]))("line")
     func = pp.rest_of_line()("func")
@@ -174,6 +187,41 @@ def unbox(text: str) -> str:
     return ""
 
 
+IPYTHON_HEADER = re.compile(r"^(?P<qualname>[\w.]+) {2,}Traceback \(most recent call last\)\s*$")
+#: IPython 8's frame (``File ~/x.py:101, in f(self)``, ``Cell In[4], line 2``) and the older
+#: one (``/x/y.py in f(self, a)``, ``<ipython-input-14-495233eaf2b4> in <module>``), whose
+#: line number only its arrow line shows.
+_IPYTHON_FRAME = re.compile(
+    r"^(?:File (?P<file>.+?):(?P<line>\d+), in (?P<func>[\w<>.]+)"
+    r"|(?P<cell>Cell In ?\[\d*\]), line (?P<cell_line>\d+)"
+    r"|(?P<old_file><ipython-input-[\w-]+>|\S.*?\.pyx?) in (?P<old_func>[\w<>.]+))"
+)
+_IPYTHON_ARROW = re.compile(r"^-*> ?\d+ ?(?P<code>.*)$")
+_IPYTHON_CONTEXT = re.compile(r"^\s+\d+(?: |$)|^-{20,}$")
+
+
+def from_ipython(text: str) -> str:
+    """One line of an IPython traceback's frames as the plain traceback line it stands for.
+
+    A frame header becomes a ``File "...", line N, in func`` line (line 0 where IPython shows
+    the number only on the arrow), the arrow line its code line, the numbered context lines
+    around it blank lines, which a block passes over. Any other line is returned as is.
+    """
+    frame = _IPYTHON_FRAME.match(text)
+    if frame:
+        if frame["cell"]:
+            return f'  File "{frame["cell"]}", line {frame["cell_line"]}, in <cell>'
+        if frame["file"]:
+            return f'  File "{frame["file"]}", line {frame["line"]}, in {frame["func"]}'
+        return f'  File "{frame["old_file"]}", line 0, in {frame["old_func"]}'
+    arrow = _IPYTHON_ARROW.match(text)
+    if arrow:
+        return "    " + arrow["code"].strip()
+    if _IPYTHON_CONTEXT.match(text):
+        return ""
+    return text
+
+
 @dataclass
 class Frame:
     """One ``File "...", line N, in func`` entry and its source line."""
@@ -225,7 +273,7 @@ _LIBRARY_FILE = re.compile(
     r"[/\\](?:site|dist)-packages[/\\]"
     r"|[/\\]lib(?:64)?[/\\]python\d[\d.]*[/\\]"
     r"|[/\\]Lib[/\\]"
-    r"|^<[^>]*>$"
+    r"|^<(?!ipython-input)[^>]*>$"
     r"|(?:^|[/\\])torch[/\\](?:nn|autograd|utils|distributed|_dynamo|_inductor|optim|cuda|amp|serialization\.py|_tensor\.py|functional\.py)"
 )
 _FRAME_FILE = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+')
@@ -237,9 +285,15 @@ def is_library_file(path: str) -> bool:
 
 
 def frame_file(text: str) -> str | None:
-    """The file a ``File "...", line N`` frame line names, or None for any other line."""
+    """The file a frame line names (``File "...", line N`` or IPython's forms), or None for
+    any other line."""
     match = _FRAME_FILE.match(text)
-    return match["file"] if match else None
+    if match:
+        return match["file"]
+    match = _IPYTHON_FRAME.match(text.strip())
+    if match is None:
+        return None
+    return match["file"] or match["cell"] or match["old_file"]
 
 
 def is_exception_line(text: str) -> bool:

@@ -86,3 +86,19 @@ def test_repeated_message_is_one_fact() -> None:
     # One cuda_oom fact and the exception line itself, however often the line repeats.
     assert sorted(fact["kind"] for fact in once.facts) == ["cuda_oom", "exception"]
     assert report.stats["facts"] == once.stats["facts"] == 2
+
+
+def test_a_yaml_error_pasted_without_its_type_line_is_a_config_file_to_fix() -> None:
+    # QueryDet (detectron2 config): the paste starts at PyYAML's problem and its mark.
+    report = run_text(
+        """\
+        mapping values are not allowed here
+          in "/home/xxx/project/QueryDet-PyTorch-main/models/config.py", line 5, column 29
+          File "/home/xxx/project/QueryDet-PyTorch-main/train_tools/coco_train.py", line 135, in setup
+            cfg.merge_from_file(args.config_file)
+        """
+    )
+    assert report.diagnoses[0].rule == "config_error.unparsable_file"
+    assert "mapping values are not allowed here" in report.diagnoses[0].summary
+    # The same words inside a sentence of a healthy run are not a parse error.
+    assert run_text("note: mapping values are not allowed here, so we use lists\n").diagnoses == []

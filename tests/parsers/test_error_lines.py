@@ -80,6 +80,8 @@ def test_error_line_forms(line: str, signature: str, message: str) -> None:
         # ncclInProgress (7): a non-blocking communicator still setting up, not a failure.
         "node1:1:1 [0] NCCL INFO init.cc:1234 -> 7",
         "node1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
+        "g3:1:1 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so:"
+        " cannot open shared object file: No such file or directory",
     ],
 )
 def test_not_error_lines(line: str) -> None:

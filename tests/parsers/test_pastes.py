@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from crashcart.parsers.lines import peel
-from crashcart.parsers.traceback import unbox
+from crashcart.parsers.traceback import from_ipython, unbox
 from tests.conftest import categories, run_text
 
 
@@ -67,3 +67,77 @@ def test_a_traceback_pasted_without_its_indentation_is_read() -> None:
     assert categories(report)[0] == "cuda_illegal_access"
     facts = [f for f in report.facts if f["kind"] == "exception"]
     assert facts[0]["calls"] == "custom_train_model run"
+
+
+def test_ipython_frame_lines_become_frames() -> None:
+    assert from_ipython("Cell In[4], line 2") == '  File "Cell In[4]", line 2, in <cell>'
+    assert from_ipython(r"File ~\OCR\trainer\dataset.py:101, in Dataset.get_batch(self)") == (
+        r'  File "~\OCR\trainer\dataset.py", line 101, in Dataset.get_batch'
+    )
+    assert from_ipython("<ipython-input-14-495233eaf2b4> in <module>") == (
+        '  File "<ipython-input-14-495233eaf2b4>", line 0, in <module>'
+    )
+    assert from_ipython("----> 1 learn.fit_one_cycle(4)") == "    learn.fit_one_cycle(4)"
+    assert from_ipython("     21     callbacks.append(cb)") == ""
+    assert from_ipython("BrokenPipeError: [Errno 32] Broken pipe") == (
+        "BrokenPipeError: [Errno 32] Broken pipe"
+    )
+
+
+def test_an_ipython_traceback_points_at_the_notebook_cell() -> None:
+    # A Colab paste (pytorch/vision#138 style): IPython's frames, then the message.
+    report = run_text(
+        """        ---------------------------------------------------------------------------
+        RuntimeError                              Traceback (most recent call last)
+        <ipython-input-23-0b0a62a9f8d8> in <module>
+              3 for epoch in range(3):
+        ----> 4     loss = criterion(model(x), y)
+              5     loss.backward()
+
+        /usr/local/lib/python3.7/dist-packages/torch/nn/modules/loss.py in forward(self, input, target)
+        --> 530         return F.mse_loss(input, target, reduction=self.reduction)
+
+        RuntimeError: Found dtype Double but expected Float
+        """
+    )
+    assert categories(report)[0] == "dtype_mismatch"
+    (fact,) = [f for f in report.facts if f["kind"] == "exception"]
+    assert fact["calls"] == "<module> forward"
+    evidence = [line.text for line in report.diagnoses[0].evidence]
+    assert evidence[0] == "<ipython-input-23-0b0a62a9f8d8> in <module>"  # the user's cell
+
+
+def test_an_ipython_traceback_cut_before_its_message_keeps_the_name_its_header_gave() -> None:
+    # EasyOCR's trainer in a Windows notebook (JaidedAI/EasyOCR#1021): the paste stops in the
+    # frames, but IPython's header already said what was raised.
+    report = run_text(
+        r"""
+        UnidentifiedImageError                    Traceback (most recent call last)
+        Cell In[4], line 2
+              1 opt = get_config("config_files/en_filtered_config.yaml")
+        ----> 2 train(opt, amp=False)
+
+        File ~\OCR\trainer\dataset.py:101, in Batch_Balanced_Dataset.get_batch(self)
+             99 for i, data_loader_iter in enumerate(self.dataloader_iter_list):
+            100     try:
+        --> 101         image, text = next(data_loader_iter)
+        """
+    )
+    assert categories(report)[0] == "data_error"
+    (fact,) = [f for f in report.facts if f["kind"] == "exception"]
+    assert fact["qualname"] == "UnidentifiedImageError" and fact["cut"] is True
+    assert fact["code"] == "image, text = next(data_loader_iter)"
+
+
+def test_a_windows_path_in_a_frame_keeps_its_backslashes() -> None:
+    # pyparsing's quoted strings turn backslash-t and backslash-f into a tab and a form feed by default.
+    report = run_text(
+        r"""
+        Traceback (most recent call last):
+          File "C:\Users\me\fastai\train.py", line 9, in <module>
+            learn.fit(4)
+        RuntimeError: boom
+        """
+    )
+    (fact,) = [f for f in report.facts if f["kind"] == "exception"]
+    assert fact["files"] == r"C:\Users\me\fastai\train.py"
