@@ -73,7 +73,8 @@ _QUALNAME = (
     r"(?:[A-Za-z_]\w*(?:\.|::))*(?:_?[A-Z]\w*(?:Error|Exception|Interrupt|Failure|Fault)|Exception)"
 )
 _BARE = re.compile(
-    rf"(?:^|(?<=[\s:>|\]\-*`'\"(]))(?P<qualname>{_QUALNAME})(?:\[[\w.]+\])?"
+    # Ray wraps the error a task raised: ``ray.exceptions.RayTaskError(OutOfMemoryError): ...``.
+    rf"(?:^|(?<=[\s:>|\]\-*`'\"(]))(?P<qualname>{_QUALNAME}(?:\([\w.]+\))?)(?:\[[\w.]+\])?"
     r"(?:(?P<colon>:)[ \t]*(?P<message>.*?))?[`*'\"]*\s*$"
 )
 #: What may stand before an exception line: a logger's level and name (``ERROR:root:``,

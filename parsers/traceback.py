@@ -139,7 +139,10 @@ def _build_frame_line() -> pp.ParserElement:
 
 def _build_exception_line() -> pp.ParserElement:
     # torch.OutOfMemoryError: CUDA out of memory. ...   |   KeyboardInterrupt
-    qualname = pp.Regex(r"(?:[A-Za-z_]\w*(?:\.|::))*[A-Za-z_]\w*(?:\[[\w.]+\])?")("qualname")
+    # ray.exceptions.RayTaskError(OutOfMemoryError): the wrapper names the error it carries.
+    qualname = pp.Regex(r"(?:[A-Za-z_]\w*(?:\.|::))*[A-Za-z_]\w*(?:\([\w.]+\))?(?:\[[\w.]+\])?")(
+        "qualname"
+    )
     message = pp.Optional(pp.Suppress(":") + pp.rest_of_line()("message"))
     return pp.LineStart() + qualname + message + pp.StringEnd()
 

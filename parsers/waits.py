@@ -36,7 +36,9 @@ TRIGGERS: dict[str, str] = {
 # keeps each file's last bytes instead and looks at them once, when the file ends.
 
 #: A progress bar's last state at 0 steps: ``Epoch 0:   0%|          | 0/32425 [00:00<?, ?it/s]``.
-AT_ZERO = re.compile(rb"(?:^|\s)0%\|[^|\r\n]*\|\s*0/\d+ \[")
+#: Only as drawn when it started (elapsed 00:00): tqdm redraws a bar only when the program
+#: updates it, so ``0/1 [02:34<?`` was redrawn by a live program minutes later, not left behind.
+AT_ZERO = re.compile(rb"(?:^|\s)0%\|[^|\r\n]*\|\s*0/\d+ \[(?:0:)?00:00<")
 
 _SIGNATURES = (
     ("extension_build", re.compile(r"extensions root|extension module|Lock file exists")),

@@ -102,3 +102,22 @@ def test_a_yaml_error_pasted_without_its_type_line_is_a_config_file_to_fix() -> 
     assert "mapping values are not allowed here" in report.diagnoses[0].summary
     # The same words inside a sentence of a healthy run are not a parse error.
     assert run_text("note: mapping values are not allowed here, so we use lists\n").diagnoses == []
+
+
+def test_a_slurm_cgroup_oom_kill_is_the_cause_of_the_step_cancel_that_follows() -> None:
+    # K-Net on a Slurm cluster (ZwwWayne/K-Net#30): srun reports the OOM, then cancels the step.
+    report = run_text(
+        """\
+        slurmstepd-gpu20-15: error: Detected 1 oom-kill event(s) in StepId=9411285.0. Some of your processes may have been killed by the cgroup out-of-memory handler.
+        srun: error: gpu20-15: task 0: Out Of Memory
+        slurmstepd-gpu20-15: error: *** STEP 9411285.0 ON gpu20-15 CANCELLED AT 2022-05-17T17:58:10 ***
+        """
+    )
+    assert categories(report)[:2] == ["host_oom", "preemption"]
+    assert report.diagnoses[0].rule == "host_oom.cgroup"
+
+
+def test_a_divisibility_complaint_is_a_config_error_whatever_its_exception_type() -> None:
+    # Megatron's parallel_state under NeMo on one GPU (NVIDIA/NeMo#11480).
+    report = run_text("RuntimeError: world_size (1) is not divisible by 2\n")
+    assert report.diagnoses[0].rule == "config_error.invalid_value"

@@ -99,3 +99,14 @@ def test_cuda_tensors_shared_with_workers_are_a_data_loading_failure() -> None:
         " operation not supported\n"
     )
     assert categories(report)[:1] == ["dataloader_worker"]
+
+
+def test_a_node_out_of_ram_is_host_memory_though_it_says_oom() -> None:
+    # Ray's memory monitor (WMPO#3): "OOM" alone would read as the GPU's.
+    report = run_text(
+        "(raylet) [2025-12-07 09:57:19,206 E 393463 393463] (raylet) node_manager.cc:3277: 2 Workers"
+        " (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other"
+        " reasons at node\n"
+    )
+    assert categories(report)[:1] == ["host_oom"]
+    assert "cuda_oom" not in categories(report)

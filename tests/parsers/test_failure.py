@@ -30,6 +30,10 @@ from tests.conftest import categories, run_text
             "torch._C._LinAlgError: linalg.cholesky: failed",
         ),
         ("KeyboardInterrupt", "KeyboardInterrupt"),
+        (  # Ray names the error its task raised in parentheses (ray-project/ray#31828).
+            "ray.exceptions.RayTaskError(RuntimeError): ray::TrainTrainable.train() (pid=1876)",
+            "ray.exceptions.RayTaskError(RuntimeError): ray::TrainTrainable.train() (pid=1876)",
+        ),
     ],
 )
 def test_an_exception_line_standing_alone_is_read(line: str, expected: str) -> None:

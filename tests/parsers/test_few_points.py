@@ -137,6 +137,15 @@ def test_a_bar_that_moved_on_is_not_a_hang() -> None:
     assert run_text(STUCK_AT_ZERO + "step 1 loss 2.0\n" * 5).diagnoses == []
 
 
+def test_a_bar_at_zero_redrawn_minutes_later_is_a_live_program_not_a_hang() -> None:
+    # verl (volcengine/verl#1299), a run that completed: its one-step bar was redrawn at 02:34.
+    redrawn = (
+        "Training Progress:   0%|          | 0/1 [02:34<?, ?it/s]\n"
+        "(WorkerDict pid=3125824)   warnings.warn( [repeated 7x across cluster]\n"
+    )
+    assert run_text(redrawn).diagnoses == []
+
+
 def test_set_up_chatter_after_a_bar_at_zero_still_ends_on_the_bar() -> None:
     # Posted in pytorch/examples#1160: NCCL's first communicator set-up, then nothing.
     report = run_text(
