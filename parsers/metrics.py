@@ -29,14 +29,15 @@ from typing import Any
 
 TRIGGERS = {
     # Non-finite values are rare and must never be sampled away: the main prefilter finds them.
-    "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm)(?:[ _](?:total|sum|avg|mean))?['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*[-+]?(?:nan|inf)",
+    "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm|gnorm|xent)(?:[ _](?:total|sum|avg|mean))?['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*[-+]?(?:nan|inf)",
 }
 #: What makes a line a metric line. Metric lines can be half of a log, so they are not part of
 #: the main prefilter: a run's first ones are all found, later ones sampled (see extract.py).
 METRIC_TRIGGERS = {
     "metric_loss": r"(?i)loss(?:[ _](?:total|sum|avg|mean))?['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*[-+]?(?:\d|\.\d|nan|inf)",
-    "metric_grad_norm": r"(?i)grad[_ ]norm['\"]?\s*[:=]?\s*['\"]?[-+]?(?:\d|nan|inf)",
-    "metric_ppl": r"(?i)\bppl\s*[:=]\s*\d",
+    "metric_grad_norm": r"(?i)(?:grad[_ ]norm|gnorm)['\"]?\s*[:=]?\s*['\"]?[-+]?(?:\d|nan|inf)",
+    # OpenNMT's ``ppl: 55.22; xent: 4.01``: perplexity and cross-entropy are its loss.
+    "metric_ppl": r"(?i)\b(?:ppl|xent)\s*[:=]\s*\d",
     "metric_rate": r"\d(?:it/s|s/it)\b|\d ?(?:samples|tokens|tok)/s|SamplesPerSec=\d",
     "metric_step_time": r"(?i)(?:^|[^\w/])(?:batch_|iter_|step_|epoch_)?time(?:_per_(?:step|iter\w*))?\s*[:=]?\s*\d+\.\d|elapsed time per iteration \(ms\)",
     "metric_memory": r"(?i)\b(?:mem(?:ory)?(?:_usage|_allocated|_reserved)?|gpu_mem|max_mem\w*|rss)\s*[:=]?\s*(?:cuda:\d+\s*)?\d+(?:\.\d+)?\s*(?:[KMGT]i?B|[MG]\b)",
@@ -109,6 +110,7 @@ _CANONICAL = {
     "grad_norm": "grad_norm",
     "grad norm": "grad_norm",
     "gradient_norm": "grad_norm",
+    "gnorm": "grad_norm",
     "train/grad_norm": "grad_norm",
     "lr": "lr",
     "learning_rate": "lr",
@@ -128,6 +130,8 @@ _CANONICAL = {
     "ppl": "ppl",
     "perplexity": "ppl",
     "train_ppl": "ppl",
+    # Cross-entropy is the loss under its own name (OpenNMT prints ``xent: 4.01``).
+    "xent": "loss",
 }
 
 
@@ -189,10 +193,25 @@ def _value(text: str) -> float:
     return float(text)
 
 
+#: Values that say where or how a run trains, not what it measured: a line of only these is no
+#: metric line.
+_NOT_A_MEASURE = frozenset({"step", "epoch", "lr", "bar_total", "step_total", "lr_zero_places"})
 #: Metrics whose value may be NaN or infinite in a real log (what the detectors look for).
 #: A step, epoch, rate or learning rate that is not finite (``step inf``, or a number too long
 #: for a float) is no value at all: it is left out rather than passed on to break arithmetic.
 _MAY_BE_NONFINITE = frozenset({"loss", "eval_loss", "grad_norm", "ppl", "loss_scale"})
+
+
+#: ``Step 380000/1000000``: the step count printed after a step.
+_TOTAL = re.compile(r"/\s{0,8}(\d{1,15})\b")
+
+
+def _zero_places(text: str) -> float:
+    """The decimals of a printed zero: ``0.00000`` is any rate under 5e-6 rounded, eight places
+    are a rate that is zero in practice, and Python's ``0.0`` or ``0`` is exactly zero."""
+    if text.lstrip("+-") in ("0", "0.0") or "e" in text.lower():
+        return 99.0
+    return float(len(text.partition(".")[2]))
 
 
 def _finite(text: str) -> float | None:
@@ -250,6 +269,12 @@ def parse_metrics(text: str) -> dict[str, float]:
             continue
         if name not in found and (math.isfinite(value) or name in _MAY_BE_NONFINITE):
             found[name] = value
+            if name == "lr" and value == 0:
+                found["lr_zero_places"] = _zero_places(match.group(_VALUE_GROUP))
+            elif name == "step":
+                total = _TOTAL.match(match.string, match.end(_VALUE_GROUP))
+                if total is not None:
+                    found["step_total"] = float(total.group(1))
     if "loss" not in found and named_loss is not None:
         found["loss"] = named_loss
     lowered = text.lower()
@@ -263,7 +288,7 @@ def parse_metrics(text: str) -> dict[str, float]:
         if step is not None:
             found = {"step": step, **found}
     _rates_and_memory(text, lowered, found)
-    if not any(name not in ("step", "epoch", "lr", "bar_total") for name in found):
+    if not any(name not in _NOT_A_MEASURE for name in found):
         return {}
     return found
 

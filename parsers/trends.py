@@ -43,6 +43,7 @@ class Point:
     step: float | None = None
     time: float | None = None
     line: Any = None  # the LogLine, kept for evidence
+    epoch: float | None = None
 
 
 def _median(points: list[Point]) -> float:
@@ -111,6 +112,38 @@ def exploded(name: str, points: list[Point]) -> Draft | None:
     if tail[-1].value < tail[0].value / 10 and tail[-1].value <= 100 * abs(baseline):
         return None  # coming back down to the run's own scale: a spike it recovered from
     return _divergence(name, tail[-1], points, baseline)
+
+
+#: How far a few-point climb must go: times its best (perplexity is exp(loss), so its ratio is
+#: the exponential of a loss difference and needs more).
+CLIMB_RATIO = {"loss": 3.0, "grad_norm": 10.0, "ppl": 5.0}
+#: Records in a row, each above the one before, that make a climb.
+CLIMB_HELD = 3
+
+
+def climbed(name: str, points: list[Point]) -> Draft | None:
+    """Too few records for :func:`divergence`, but every record since the best is above the one
+    before, for at least three, to several times the best: a run that learned, then came apart
+    (a QLoRA run going 1.43, 5.82, 7.05, 10.03 after its warm-up). A climb from the very first
+    record counts only to a magnitude no healthy run prints (0.85, 2.44, 63118.6, 1.08e13): a
+    loss that rises at the start is often a warm-up."""
+    ratio = CLIMB_RATIO.get(name)
+    if ratio is None or len(points) < CLIMB_HELD + 1:
+        return None
+    best_at = min(range(len(points)), key=lambda i: points[i].value)
+    best, after = points[best_at], points[best_at + 1 :]
+    if len(after) < CLIMB_HELD or best.value <= 0:
+        return None
+    if not all(b.value > a.value for a, b in itertools.pairwise([best, *after])):
+        return None
+    last = after[-1]
+    if last.value < ratio * best.value or last.value - best.value < JUMP_MIN:
+        return None
+    limit = EXPLODED.get(name, math.inf)
+    if best_at == 0 and last.value < limit:
+        return None
+    baseline = _median(points[: best_at + 1])
+    return _divergence(name, last, points, baseline)
 
 
 #: A jump is this many times the level before it, and at least this much in absolute terms.
@@ -185,10 +218,179 @@ def at_chance(name: str, points: list[Point]) -> Draft | None:
                 "improvement_pct": 0.0,
                 "points": len(points),
                 "chance_classes": classes,
+                "last_text": printed(tail[-1].value),
+                "best_text": printed(min(p.value for p in points)),
                 **_where(tail[-1]),
             }
             return Draft("plateau", fields)
     return None
+
+
+#: Class counts whose chance-level loss a noisy series is compared with: for more classes the
+#: values of ln(k) lie too close together for a noisy loss to be placed at one of them.
+_NOISY_CLASS_COUNTS = (2, 3, 4)
+#: Records a noisy series needs before its level can be placed at chance.
+NOISY_CHANCE_POINTS = 15
+
+
+def hovering_at_chance(name: str, points: list[Point]) -> Draft | None:
+    """A noisy loss whose second half hovers at ln(k) for two to four classes and never goes
+    clearly below it (a binary classifier at 0.67 to 0.95 around ln 2 = 0.693, step after step):
+    a classifier that predicts the prior has learned nothing. Longer series go to
+    :func:`plateau`, exact values to :func:`at_chance`."""
+    if name != "loss" or not NOISY_CHANCE_POINTS <= len(points) < MIN_POINTS["plateau"]:
+        return None
+    half = points[len(points) // 2 :]
+    level, low = _median(half), min(p.value for p in half)
+    for classes in _NOISY_CLASS_COUNTS:
+        chance = math.log(classes)
+        if 0.98 * chance <= level <= 1.05 * chance and low >= 0.95 * chance:
+            fields = {
+                "metric": name,
+                "first": round(points[0].value, 6),
+                "last": round(points[-1].value, 6),
+                "best": round(min(p.value for p in points), 6),
+                "improvement_pct": round(
+                    100 * (points[0].value - points[-1].value) / points[0].value, 2
+                ),
+                "points": len(points),
+                "chance_classes": classes,
+                "last_text": printed(points[-1].value),
+                "best_text": printed(min(p.value for p in points)),
+                **_where(points[-1]),
+            }
+            return Draft("plateau", fields)
+    return None
+
+
+#: Records in a row with the same loss that show the weights no longer change: a value printed
+#: with three significant digits or more repeats by chance almost never; a loss of exactly
+#: zero needs more of them.
+FROZEN_RECORDS, FROZEN_ZERO_RECORDS = 3, 5
+
+
+def printed(value: float) -> str:
+    """A value as the log printed it (the shortest text that reads back as the same float:
+    ``5.7257``, ``16.030918``; a printed ``0.0000`` is ``0.0``), for summaries, which show
+    other numbers rounded."""
+    return repr(value)
+
+
+def _significant_digits(value: float) -> int:
+    digits = repr(abs(value)).split("e")[0].replace(".", "").lstrip("0")
+    return len(digits)
+
+
+def _records(points: list[Point]) -> list[Point]:
+    """One point per record: a progress bar redrawn at one step, or a line printed twice for the
+    same step or epoch, is one record."""
+    kept: list[Point] = []
+    for point in points:
+        if kept and _record_key(point) is not None and _record_key(point) == _record_key(kept[-1]):
+            kept[-1] = point
+            continue
+        kept.append(point)
+    return kept
+
+
+def _record_key(point: Point) -> tuple[float | None, float | None] | None:
+    """The step and epoch that name a record; None when the line printed neither."""
+    if point.step is None and point.epoch is None:
+        return None
+    return (point.step, point.epoch)
+
+
+def frozen(name: str, points: list[Point]) -> Draft | None:
+    """The loss printed identically record after record to the end of the log (Keras'
+    ``loss: 5.7257`` three epochs running, ``loss:0.0000`` for twelve): the weights no longer
+    change, or the loss no longer depends on them. Before the frozen stretch the loss must have
+    moved from record to record, so that one line copied by several ranks is not taken for it."""
+    if name != "loss":
+        return None
+    records = _records(points)
+    if len(records) < FROZEN_RECORDS:
+        return None
+    value = records[-1].value
+    run = 0
+    for point in reversed(records):
+        if point.value != value:
+            break
+        run += 1
+    before = records[: len(records) - run]
+    distinct = all(_record_key(p) is not None for p in records[-run:])
+    if value == 0:
+        if run < FROZEN_ZERO_RECORDS:
+            return None
+    elif run < FROZEN_RECORDS or _significant_digits(value) < 3:
+        return None
+    if not distinct and (
+        not before or any(a.value == b.value for a, b in itertools.pairwise(before))
+    ):
+        return None
+    first = records[0].value
+    fields = {
+        "metric": name,
+        "first": round(first, 6),
+        "last": round(value, 6),
+        "best": round(min(p.value for p in records), 6),
+        "improvement_pct": round(100 * (first - value) / first, 2) if first else 0.0,
+        "points": len(records),
+        "frozen_records": run,
+        "last_text": printed(value),
+        **_where(records[-1]),
+    }
+    return Draft("plateau", fields)
+
+
+#: Records in a row printing a learning rate of zero, and the decimals a printed zero needs to
+#: be one (``0.00000`` is any rate below 5e-6, which fine-tuning uses; eight decimals are not).
+LR_ZERO_RECORDS, LR_ZERO_PLACES = 3, 6
+#: An exact zero (``0``, ``0.0``: Python's repr of the float) is counted as this many decimals.
+EXACT_ZERO_PLACES = 99
+
+
+@dataclass(slots=True)
+class LrRecord:
+    """A metric record that printed both a learning rate and a loss."""
+
+    lr: float
+    loss: float
+    step: float | None
+    total: float | None  # the step count the line printed after the step (``Step 380000/1000000``)
+    places: float  # decimals of a printed zero learning rate
+    line: Any = None
+
+
+def lr_zero(run: list[LrRecord]) -> Draft | None:
+    """Consecutive records that print a learning rate of zero while the loss does not fall: the
+    optimizer takes steps of size zero, so the model cannot learn (a schedule that decayed to zero
+    long before the end, a warm-up that never starts, an lr the scheduler overwrote). Zero is what
+    the log printed: either a zero too precise to be a small rate rounded, or, rounded, one far
+    from the end of the step count the line prints (the end of a decay is zero by design)."""
+    if len(run) < LR_ZERO_RECORDS:
+        return None
+    first, last = run[0], run[-1]
+    mid_run = last.total is not None and last.step is not None and last.step <= 0.9 * last.total
+    if not mid_run and min(r.places for r in run) < LR_ZERO_PLACES:
+        return None
+    half = len(run) // 2
+    before = statistics.median(r.loss for r in run[:half])
+    after = statistics.median(r.loss for r in run[half:])
+    if before <= 0 or after < 0.95 * before:
+        return None  # the loss still falls: the rate is only printed too coarsely
+    losses = [r.loss for r in run]
+    fields: dict[str, Any] = {
+        "metric": "loss",
+        "records": len(run),
+        "loss_low": printed(min(losses)),
+        "loss_high": printed(max(losses)),
+        "first_loss": round(first.loss, 6),
+        "last_loss": round(last.loss, 6),
+        **({"first_step": int(first.step)} if first.step is not None else {}),
+        **({"step": int(last.step)} if last.step is not None else {}),
+        **({"total_steps": int(last.total)} if last.total is not None else {}),
+    }
+    return Draft("lr_zero", fields)
 
 
 def _noise_floor(points: list[Point], window: int, level: float) -> float:
