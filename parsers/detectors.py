@@ -71,6 +71,7 @@ _SERIES_KEYS = {
     "it_s": "it_s",
     "samples_s": "samples_s",
     "memory_gib": "memory_gib",
+    "memory": "memory",
     "step_time_s": "step_time_s",
     "ppl": "ppl",
 }
@@ -269,7 +270,7 @@ class SeriesTracker:
                 found += [(d, points[-2:]) for d in [trends.throughput_drop(key, points)] if d]
             elif name == "step_time_s":
                 found += [(d, [points[0], points[-1]]) for d in [trends.slowdown(key, points)] if d]
-            elif name == "memory_gib":
+            elif name in ("memory_gib", "memory"):
                 found += [
                     (d, [points[0], points[-1]]) for d in [trends.memory_growth(key, points)] if d
                 ]

@@ -41,6 +41,10 @@ METRIC_TRIGGERS = {
     "metric_rate": r"\d(?:it/s|s/it)\b|\d ?(?:samples|tokens|tok)/s|SamplesPerSec=\d",
     "metric_step_time": r"(?i)(?:^|[^\w/])(?:batch_|iter_|step_|epoch_)?time(?:_per_(?:step|iter\w*))?\s*[:=]?\s*\d+\.\d|elapsed time per iteration \(ms\)",
     "metric_memory": r"(?i)\b(?:mem(?:ory)?(?:_usage|_allocated|_reserved)?|gpu_mem|max_mem\w*|rss)\s*[:=]?\s*(?:cuda:\d+\s*)?\d+(?:\.\d+)?\s*(?:[KMGT]i?B|[MG]\b)",
+    # A memory line whose values sit under generic keys, with or without a unit:
+    # ``Mem memory (MB) | allocated: 20.4``, ``Memory info of GPU:0: current: 0.18``,
+    # ``memory_usage: 998.12``.
+    "metric_memory_keyed": r"(?i)\bmem[^\n]{0,60}(?:allocated|current|used|usage)\s*[:=]\s*\d",
 }
 METRIC_PATTERN = "|".join(f"(?:{rx})" for rx in METRIC_TRIGGERS.values())
 #: The same, matching within one line whatever the lines around it (multi-line ``^``, no
@@ -76,6 +80,13 @@ _MEMORY = re.compile(
     r"\s{0,32}[:=]?\s{0,32}(?:cuda:\d{1,3}\s{0,32})?(?P<value>\d+(?:\.\d+)?)\s{0,32}"
     r"(?P<unit>[KMGT]i?B|[MG]\b)"
 )
+#: The generic keys of a memory line (the first that is not a peak: a maximum only ever rises).
+_MEMORY_KEYED = re.compile(
+    r"(?i)(?<![\w])(?<!max )(?<!peak )(?:allocated|current|used|mem(?:ory)?[_ ]usage)"
+    r"\s{0,32}[:=]\s{0,32}(?P<value>\d+(?:\.\d+)?)(?![\d.]|\s?%)\s{0,32}(?P<unit>[KMGT]i?B|[MG]\b)?"
+)
+#: A unit the line names once for all its values: ``Mem memory (MB) | allocated: 20.4``.
+_MEMORY_UNIT_HINT = re.compile(r"\((?P<unit>[KMGT]i?B)\)")
 _MEMORY_UNITS = {"k": 1 / 2**20, "m": 1 / 2**10, "g": 1.0, "t": 1024.0}
 _PLAIN_STEP = re.compile(
     r"(?i)\b(?:global[_ ]step|step|iteration|iter)\s{0,32}[:=]?\s{0,32}(?P<step>\d+)\b"
@@ -346,3 +357,30 @@ def _rates_and_memory(text: str, lowered: str, found: dict[str, float]) -> None:
     value = _finite(memory.group(1)) if memory else None
     if memory and value is not None:
         found["memory_gib"] = value * _MEMORY_UNITS[memory.group(2)[0].lower()]
+    elif memory is None and "mem" in lowered:
+        _keyed_memory(text, found)
+
+
+def _keyed_memory(text: str, found: dict[str, float]) -> None:
+    """A memory line's value under a generic key: in GiB when the line names a unit, else as
+    ``memory``, a series judged only against itself."""
+    keyed = _MEMORY_KEYED.search(text)
+    value = _finite(keyed["value"]) if keyed else None
+    if keyed is None or value is None:
+        return
+    hint = keyed["unit"] or next((m["unit"] for m in _MEMORY_UNIT_HINT.finditer(text)), None)
+    if hint:
+        found["memory_gib"] = value * _MEMORY_UNITS[hint[0].lower()]
+    else:
+        found["memory"] = value
+
+
+def memory_text(text: str) -> str | None:
+    """The memory value of a metric line as it was printed (``555 MB``, ``20.4``), for evidence
+    in summaries: the series holds it converted to GiB."""
+    text = text[:MAX_METRIC_TEXT]
+    match = _MEMORY.search(text) or _MEMORY_KEYED.search(text)
+    if match is None:
+        return None
+    unit = match["unit"] or next((m["unit"] for m in _MEMORY_UNIT_HINT.finditer(text)), None)
+    return f"{match['value']} {unit}" if unit else match["value"]

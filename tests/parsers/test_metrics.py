@@ -160,3 +160,35 @@ def test_gnorm_is_the_gradient_norm_and_a_zero_rate_keeps_its_decimals() -> None
 )
 def test_the_new_keys_make_a_metric_line(line: str) -> None:
     assert any(re.search(rx, line) for rx in metrics.METRIC_TRIGGERS.values())
+
+
+@pytest.mark.parametrize(
+    ("line", "expected", "printed"),
+    [
+        # pytorch#115255: the unit named once for the line, the peak after the current value.
+        (
+            "Mem memory (MB) | allocated: 20.4 | max allocated: 21.8 | reserved: 26.0",
+            {"memory_gib": 20.4 / 1024},
+            "20.4 MB",
+        ),
+        # tensorflow#73457 and Lasagne#860: no unit at all.
+        (
+            "Memory info of GPU /physical_device:GPU:0: current: 0.18, peak: 2.55",
+            {"memory": 0.18},
+            "0.18",
+        ),
+        ("      2 memory_usage: 998.12890625", {"memory": 998.12890625}, "998.12890625"),
+    ],
+)
+def test_memory_under_generic_keys(line: str, expected: dict, printed: str) -> None:
+    assert parse_metrics(line) == pytest.approx(expected)
+    assert metrics.memory_text(line) == printed
+    assert any(re.search(rx, line) for rx in metrics.METRIC_TRIGGERS.values())
+
+
+def test_memory_percentages_and_free_memory_are_no_memory_series() -> None:
+    assert (
+        parse_metrics("Memory info of CPU: total:201.37Gb, available: 190.78Gb, percent: 5.3%")
+        == {}
+    )
+    assert parse_metrics("GPU memory used: 45%") == {}

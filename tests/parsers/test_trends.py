@@ -242,3 +242,21 @@ def test_a_rate_rounded_to_zero_or_a_falling_loss_is_no_zero_learning_rate() -> 
     assert trends.lr_zero(_lr_records(flat, places=5, total=320)) is None  # the end of a decay
     assert trends.lr_zero(_lr_records([2.3, 2.0, 1.6, 1.3], places=8)) is None  # still learning
     assert trends.lr_zero(_lr_records(flat[:2], places=99)) is None  # too few
+
+
+def test_memory_that_creeps_or_climbs_every_reading_leaks() -> None:
+    # pytorch#115255: allocated 20.4 -> 21.0 MB, never down (in GiB, as parsed).
+    allocated = [20.4, 20.5, 20.5, 20.6, 20.6, 20.6, 20.7, 20.7, 20.8, 20.8, 20.9, 20.9, 21.0]
+    assert trends.memory_growth("memory_gib", series([v / 1024 for v in allocated]))
+    # tensorflow#73457: GPU current 0.18 -> 0.35, up at every one of seven readings.
+    current = [0.18, 0.21, 0.24, 0.27, 0.29, 0.32, 0.35]
+    assert trends.memory_growth("memory", series(current))
+
+
+def test_a_peak_that_settles_or_memory_that_wobbles_is_no_leak() -> None:
+    # A maximum rising while the first batches come, then flat; a current value up and down.
+    peak = [3.1, 3.4, 3.4, 3.6, 3.6, 3.6, 3.6, 3.6, 3.6, 3.6, 3.6, 3.6]
+    assert trends.memory_growth("memory", series(peak)) is None
+    wobble = [5.0, 5.2, 5.1, 5.3, 5.2, 5.4, 5.3, 5.2, 5.4, 5.3, 5.2]
+    assert trends.memory_growth("memory", series(wobble)) is None
+    assert trends.memory_growth("memory", series([1.0, 1.05, 1.1, 1.12, 1.15, 1.18])) is None
