@@ -227,15 +227,17 @@ def at_chance(name: str, points: list[Point]) -> Draft | None:
     return None
 
 
-#: Class counts whose chance-level loss a noisy series is compared with: for more classes the
-#: values of ln(k) lie too close together for a noisy loss to be placed at one of them.
-_NOISY_CLASS_COUNTS = (2, 3, 4)
+#: Class counts whose chance-level loss a noisy series is compared with. Only two: a noisy loss
+#: around 1.1 or 1.4 is an ordinary level for many models mid-training (the value alone does not
+#: say the task has three or four classes), while 0.69 is the well-known binary classifier stuck
+#: at its prior; exact values (at_chance) are judged for every count.
+_NOISY_CLASS_COUNTS = (2,)
 #: Records a noisy series needs before its level can be placed at chance.
 NOISY_CHANCE_POINTS = 15
 
 
 def hovering_at_chance(name: str, points: list[Point]) -> Draft | None:
-    """A noisy loss whose second half hovers at ln(k) for two to four classes and never goes
+    """A noisy loss whose second half hovers at ln 2 and never goes
     clearly below it (a binary classifier at 0.67 to 0.95 around ln 2 = 0.693, step after step):
     a classifier that predicts the prior has learned nothing. Longer series go to
     :func:`plateau`, exact values to :func:`at_chance`."""
