@@ -59,6 +59,8 @@ _SMALL_START = re.compile(r"(?i)NOTE: overflow detected, setting loss scale to")
 COLLAPSED_SMALL_START = COLLAPSED_SCALE / 2**13
 _WATCHED = ("loss", "grad_norm", "eval_loss")
 SERIES_CAPACITY = 2048
+#: Records of a stretch of zero learning rates kept to judge it.
+LR_ZERO_KEPT = 2048
 #: Metric lines remembered to recognise the same line in a second file (a bounded memory).
 SEEN_LIMIT = 65536
 #: metric name -> the series it feeds (throughput series are split per progress bar).
@@ -69,13 +71,15 @@ _SERIES_KEYS = {
     "it_s": "it_s",
     "samples_s": "samples_s",
     "memory_gib": "memory_gib",
+    "memory": "memory",
     "step_time_s": "step_time_s",
+    "ppl": "ppl",
 }
 
 
 #: What a line may carry and still say nothing of training: a timer runs in evaluation, in a
 #: retry loop and in a second pasted run, so it is not the progress that proves an error survived.
-_TIMING = frozenset({"step_time_s", "step", "epoch", "lr"})
+_TIMING = frozenset({"step_time_s", "step", "epoch", "lr", "step_total", "lr_zero_places"})
 
 
 def _timing_only(metrics: dict[str, float]) -> bool:
@@ -131,6 +135,10 @@ class SeriesTracker:
         #: The latest value of each setting a metric line printed (``lr``): what a fix that
         #: changes it starts from.
         self.latest: dict[str, float] = {}
+        #: Records in a row that printed a zero learning rate with a loss, and the longest such
+        #: stretch that ended (its first LR_ZERO_KEPT records are kept: enough to judge it).
+        self._lr_zero_run: list[trends.LrRecord] = []
+        self._lr_zero_longest: list[trends.LrRecord] = []
 
     def observe(
         self, metrics: dict[str, float], line: LogLine | None = None, time: float | None = None
@@ -148,6 +156,8 @@ class SeriesTracker:
         lr = metrics.get("lr")
         if lr is not None and math.isfinite(lr) and lr > 0:
             self.latest["lr"] = lr
+        if lr is not None:
+            self._lr_record(metrics, lr, line)
         drafts = []
         scale = metrics.get("loss_scale")
         if scale is not None and math.isfinite(scale):
@@ -175,11 +185,33 @@ class SeriesTracker:
                 continue
             if name == "it_s" and math.isfinite(metrics.get("bar_total", math.nan)):
                 key = f"it_s/{int(metrics['bar_total'])}"  # one series per progress bar
-            point = trends.Point(value, self.points, metrics.get("step"), time, line)
+            point = trends.Point(
+                value, self.points, metrics.get("step"), time, line, metrics.get("epoch")
+            )
             self.series.setdefault(key, Series()).add(point)
         if time is not None:
             self.progress.add(trends.Point(0.0, self.points, metrics.get("step"), time, line))
         return drafts
+
+    def _lr_record(self, metrics: dict[str, float], lr: float, line: LogLine | None) -> None:
+        """Follow the stretches of records that print a zero learning rate beside a loss."""
+        loss = metrics.get("loss")
+        if lr != 0 or loss is None or not math.isfinite(loss):
+            if lr != 0 and len(self._lr_zero_run) > len(self._lr_zero_longest):
+                self._lr_zero_longest = self._lr_zero_run
+            if lr != 0:
+                self._lr_zero_run = []
+            return
+        if len(self._lr_zero_run) < LR_ZERO_KEPT:
+            record = trends.LrRecord(
+                lr,
+                loss,
+                metrics.get("step"),
+                metrics.get("step_total"),
+                metrics.get("lr_zero_places", 0.0),
+                line,
+            )
+            self._lr_zero_run.append(record)
 
     def _copy_of_another_file(self, line: LogLine) -> bool:
         """Whether another file already showed this metric line: torchrun's ``--tee`` copies
@@ -212,22 +244,38 @@ class SeriesTracker:
                         or trends.exploded(name, points)
                         or trends.jumped(name, points)
                         or trends.erratic(name, points)
+                        or trends.climbed(name, points)
                     ]
                     if d
                 ]
                 found += [
                     (d, [points[0], points[-1]])
-                    for d in [trends.plateau(name, points) or trends.at_chance(name, points)]
+                    for d in [
+                        trends.plateau(name, points)
+                        or trends.at_chance(name, points)
+                        or trends.frozen(name, points)
+                        or trends.hovering_at_chance(name, points)
+                    ]
+                    if d
+                ]
+            elif name == "ppl":
+                # Perplexity is exp(loss): a climb the loss' ratio test cannot see on a language
+                # model's loss of 7 to 10 is a ratio of ten on it.
+                found += [
+                    (d, [min(points, key=lambda p: p.value), points[-1]])
+                    for d in [trends.climbed(name, points)]
                     if d
                 ]
             elif name in ("it_s", "samples_s"):
                 found += [(d, points[-2:]) for d in [trends.throughput_drop(key, points)] if d]
             elif name == "step_time_s":
                 found += [(d, [points[0], points[-1]]) for d in [trends.slowdown(key, points)] if d]
-            elif name == "memory_gib":
+            elif name in ("memory_gib", "memory"):
                 found += [
                     (d, [points[0], points[-1]]) for d in [trends.memory_growth(key, points)] if d
                 ]
+        run = max(self._lr_zero_longest, self._lr_zero_run, key=len)
+        found += [(d, [run[0], run[-1]]) for d in [trends.lr_zero(run)] if d]
         evals, train = self.series.get("eval_loss"), self.series.get("loss")
         if evals and train:
             found += [

@@ -29,17 +29,22 @@ from typing import Any
 
 TRIGGERS = {
     # Non-finite values are rare and must never be sampled away: the main prefilter finds them.
-    "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm)(?:[ _](?:total|sum|avg|mean))?['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*[-+]?(?:nan|inf)",
+    "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm|gnorm|xent)(?:[ _](?:total|sum|avg|mean))?['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*[-+]?(?:nan|inf)",
 }
 #: What makes a line a metric line. Metric lines can be half of a log, so they are not part of
 #: the main prefilter: a run's first ones are all found, later ones sampled (see extract.py).
 METRIC_TRIGGERS = {
     "metric_loss": r"(?i)loss(?:[ _](?:total|sum|avg|mean))?['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*[-+]?(?:\d|\.\d|nan|inf)",
-    "metric_grad_norm": r"(?i)grad[_ ]norm['\"]?\s*[:=]?\s*['\"]?[-+]?(?:\d|nan|inf)",
-    "metric_ppl": r"(?i)\bppl\s*[:=]\s*\d",
+    "metric_grad_norm": r"(?i)(?:grad[_ ]norm|gnorm)['\"]?\s*[:=]?\s*['\"]?[-+]?(?:\d|nan|inf)",
+    # OpenNMT's ``ppl: 55.22; xent: 4.01``: perplexity and cross-entropy are its loss.
+    "metric_ppl": r"(?i)\b(?:ppl|xent)\s*[:=]\s*\d",
     "metric_rate": r"\d(?:it/s|s/it)\b|\d ?(?:samples|tokens|tok)/s|SamplesPerSec=\d",
     "metric_step_time": r"(?i)(?:^|[^\w/])(?:batch_|iter_|step_|epoch_)?time(?:_per_(?:step|iter\w*))?\s*[:=]?\s*\d+\.\d|elapsed time per iteration \(ms\)",
     "metric_memory": r"(?i)\b(?:mem(?:ory)?(?:_usage|_allocated|_reserved)?|gpu_mem|max_mem\w*|rss)\s*[:=]?\s*(?:cuda:\d+\s*)?\d+(?:\.\d+)?\s*(?:[KMGT]i?B|[MG]\b)",
+    # A memory line whose values sit under generic keys, with or without a unit:
+    # ``Mem memory (MB) | allocated: 20.4``, ``Memory info of GPU:0: current: 0.18``,
+    # ``memory_usage: 998.12``.
+    "metric_memory_keyed": r"(?i)\bmem[^\n]{0,60}(?:allocated|current|used|usage)\s*[:=]\s*\d",
 }
 METRIC_PATTERN = "|".join(f"(?:{rx})" for rx in METRIC_TRIGGERS.values())
 #: The same, matching within one line whatever the lines around it (multi-line ``^``, no
@@ -75,6 +80,13 @@ _MEMORY = re.compile(
     r"\s{0,32}[:=]?\s{0,32}(?:cuda:\d{1,3}\s{0,32})?(?P<value>\d+(?:\.\d+)?)\s{0,32}"
     r"(?P<unit>[KMGT]i?B|[MG]\b)"
 )
+#: The generic keys of a memory line (the first that is not a peak: a maximum only ever rises).
+_MEMORY_KEYED = re.compile(
+    r"(?i)(?<![\w])(?<!max )(?<!peak )(?:allocated|current|used|mem(?:ory)?[_ ]usage)"
+    r"\s{0,32}[:=]\s{0,32}(?P<value>\d+(?:\.\d+)?)(?![\d.]|\s?%)\s{0,32}(?P<unit>[KMGT]i?B|[MG]\b)?"
+)
+#: A unit the line names once for all its values: ``Mem memory (MB) | allocated: 20.4``.
+_MEMORY_UNIT_HINT = re.compile(r"\((?P<unit>[KMGT]i?B)\)")
 _MEMORY_UNITS = {"k": 1 / 2**20, "m": 1 / 2**10, "g": 1.0, "t": 1024.0}
 _PLAIN_STEP = re.compile(
     r"(?i)\b(?:global[_ ]step|step|iteration|iter)\s{0,32}[:=]?\s{0,32}(?P<step>\d+)\b"
@@ -109,6 +121,7 @@ _CANONICAL = {
     "grad_norm": "grad_norm",
     "grad norm": "grad_norm",
     "gradient_norm": "grad_norm",
+    "gnorm": "grad_norm",
     "train/grad_norm": "grad_norm",
     "lr": "lr",
     "learning_rate": "lr",
@@ -128,6 +141,8 @@ _CANONICAL = {
     "ppl": "ppl",
     "perplexity": "ppl",
     "train_ppl": "ppl",
+    # Cross-entropy is the loss under its own name (OpenNMT prints ``xent: 4.01``).
+    "xent": "loss",
 }
 
 
@@ -189,10 +204,25 @@ def _value(text: str) -> float:
     return float(text)
 
 
+#: Values that say where or how a run trains, not what it measured: a line of only these is no
+#: metric line.
+_NOT_A_MEASURE = frozenset({"step", "epoch", "lr", "bar_total", "step_total", "lr_zero_places"})
 #: Metrics whose value may be NaN or infinite in a real log (what the detectors look for).
 #: A step, epoch, rate or learning rate that is not finite (``step inf``, or a number too long
 #: for a float) is no value at all: it is left out rather than passed on to break arithmetic.
 _MAY_BE_NONFINITE = frozenset({"loss", "eval_loss", "grad_norm", "ppl", "loss_scale"})
+
+
+#: ``Step 380000/1000000``: the step count printed after a step.
+_TOTAL = re.compile(r"/\s{0,8}(\d{1,15})\b")
+
+
+def _zero_places(text: str) -> float:
+    """The decimals of a printed zero: ``0.00000`` is any rate under 5e-6 rounded, eight places
+    are a rate that is zero in practice, and Python's ``0.0`` or ``0`` is exactly zero."""
+    if text.lstrip("+-") in ("0", "0.0") or "e" in text.lower():
+        return 99.0
+    return float(len(text.partition(".")[2]))
 
 
 def _finite(text: str) -> float | None:
@@ -250,6 +280,12 @@ def parse_metrics(text: str) -> dict[str, float]:
             continue
         if name not in found and (math.isfinite(value) or name in _MAY_BE_NONFINITE):
             found[name] = value
+            if name == "lr" and value == 0:
+                found["lr_zero_places"] = _zero_places(match.group(_VALUE_GROUP))
+            elif name == "step":
+                total = _TOTAL.match(match.string, match.end(_VALUE_GROUP))
+                if total is not None:
+                    found["step_total"] = float(total.group(1))
     if "loss" not in found and named_loss is not None:
         found["loss"] = named_loss
     lowered = text.lower()
@@ -263,7 +299,7 @@ def parse_metrics(text: str) -> dict[str, float]:
         if step is not None:
             found = {"step": step, **found}
     _rates_and_memory(text, lowered, found)
-    if not any(name not in ("step", "epoch", "lr", "bar_total") for name in found):
+    if not any(name not in _NOT_A_MEASURE for name in found):
         return {}
     return found
 
@@ -321,3 +357,30 @@ def _rates_and_memory(text: str, lowered: str, found: dict[str, float]) -> None:
     value = _finite(memory.group(1)) if memory else None
     if memory and value is not None:
         found["memory_gib"] = value * _MEMORY_UNITS[memory.group(2)[0].lower()]
+    elif memory is None and "mem" in lowered:
+        _keyed_memory(text, found)
+
+
+def _keyed_memory(text: str, found: dict[str, float]) -> None:
+    """A memory line's value under a generic key: in GiB when the line names a unit, else as
+    ``memory``, a series judged only against itself."""
+    keyed = _MEMORY_KEYED.search(text)
+    value = _finite(keyed["value"]) if keyed else None
+    if keyed is None or value is None:
+        return
+    hint = keyed["unit"] or next((m["unit"] for m in _MEMORY_UNIT_HINT.finditer(text)), None)
+    if hint:
+        found["memory_gib"] = value * _MEMORY_UNITS[hint[0].lower()]
+    else:
+        found["memory"] = value
+
+
+def memory_text(text: str) -> str | None:
+    """The memory value of a metric line as it was printed (``555 MB``, ``20.4``), for evidence
+    in summaries: the series holds it converted to GiB."""
+    text = text[:MAX_METRIC_TEXT]
+    match = _MEMORY.search(text) or _MEMORY_KEYED.search(text)
+    if match is None:
+        return None
+    unit = match["unit"] or next((m["unit"] for m in _MEMORY_UNIT_HINT.finditer(text)), None)
+    return f"{match['value']} {unit}" if unit else match["value"]

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import Draft
+from .metrics import memory_text
 
 #: Fewer points than this and a trend is not a trend.
 MIN_POINTS = {"divergence": 12, "plateau": 50, "throughput_drop": 20, "memory_growth": 10}
@@ -43,6 +44,7 @@ class Point:
     step: float | None = None
     time: float | None = None
     line: Any = None  # the LogLine, kept for evidence
+    epoch: float | None = None
 
 
 def _median(points: list[Point]) -> float:
@@ -111,6 +113,38 @@ def exploded(name: str, points: list[Point]) -> Draft | None:
     if tail[-1].value < tail[0].value / 10 and tail[-1].value <= 100 * abs(baseline):
         return None  # coming back down to the run's own scale: a spike it recovered from
     return _divergence(name, tail[-1], points, baseline)
+
+
+#: How far a few-point climb must go: times its best (perplexity is exp(loss), so its ratio is
+#: the exponential of a loss difference and needs more).
+CLIMB_RATIO = {"loss": 3.0, "grad_norm": 10.0, "ppl": 5.0}
+#: Records in a row, each above the one before, that make a climb.
+CLIMB_HELD = 3
+
+
+def climbed(name: str, points: list[Point]) -> Draft | None:
+    """Too few records for :func:`divergence`, but every record since the best is above the one
+    before, for at least three, to several times the best: a run that learned, then came apart
+    (a QLoRA run going 1.43, 5.82, 7.05, 10.03 after its warm-up). A climb from the very first
+    record counts only to a magnitude no healthy run prints (0.85, 2.44, 63118.6, 1.08e13): a
+    loss that rises at the start is often a warm-up."""
+    ratio = CLIMB_RATIO.get(name)
+    if ratio is None or len(points) < CLIMB_HELD + 1:
+        return None
+    best_at = min(range(len(points)), key=lambda i: points[i].value)
+    best, after = points[best_at], points[best_at + 1 :]
+    if len(after) < CLIMB_HELD or best.value <= 0:
+        return None
+    if not all(b.value > a.value for a, b in itertools.pairwise([best, *after])):
+        return None
+    last = after[-1]
+    if last.value < ratio * best.value or last.value - best.value < JUMP_MIN:
+        return None
+    limit = EXPLODED.get(name, math.inf)
+    if best_at == 0 and last.value < limit:
+        return None
+    baseline = _median(points[: best_at + 1])
+    return _divergence(name, last, points, baseline)
 
 
 #: A jump is this many times the level before it, and at least this much in absolute terms.
@@ -185,10 +219,186 @@ def at_chance(name: str, points: list[Point]) -> Draft | None:
                 "improvement_pct": 0.0,
                 "points": len(points),
                 "chance_classes": classes,
+                "last_text": printed(tail[-1].value),
+                "best_text": printed(min(p.value for p in points)),
                 **_where(tail[-1]),
             }
             return Draft("plateau", fields)
     return None
+
+
+#: Class counts whose chance-level loss a noisy series is compared with. Only two: a noisy loss
+#: around 1.1 or 1.4 is an ordinary level for many models mid-training (the value alone does not
+#: say the task has three or four classes), while 0.69 is the well-known binary classifier stuck
+#: at its prior; exact values (at_chance) are judged for every count.
+_NOISY_CLASS_COUNTS = (2,)
+#: Records a noisy series needs before its level can be placed at chance.
+NOISY_CHANCE_POINTS = 15
+
+
+def hovering_at_chance(name: str, points: list[Point]) -> Draft | None:
+    """A noisy loss whose second half hovers at ln 2 and never goes
+    clearly below it (a binary classifier at 0.67 to 0.95 around ln 2 = 0.693, step after step):
+    a classifier that predicts the prior has learned nothing. Longer series go to
+    :func:`plateau`, exact values to :func:`at_chance`."""
+    if name != "loss" or not NOISY_CHANCE_POINTS <= len(points) < MIN_POINTS["plateau"]:
+        return None
+    half = points[len(points) // 2 :]
+    level, low = _median(half), min(p.value for p in half)
+    for classes in _NOISY_CLASS_COUNTS:
+        chance = math.log(classes)
+        if 0.98 * chance <= level <= 1.05 * chance and low >= 0.95 * chance:
+            fields = {
+                "metric": name,
+                "first": round(points[0].value, 6),
+                "last": round(points[-1].value, 6),
+                "best": round(min(p.value for p in points), 6),
+                "improvement_pct": round(
+                    100 * (points[0].value - points[-1].value) / points[0].value, 2
+                ),
+                "points": len(points),
+                "chance_classes": classes,
+                "last_text": printed(points[-1].value),
+                "best_text": printed(min(p.value for p in points)),
+                **_where(points[-1]),
+            }
+            return Draft("plateau", fields)
+    return None
+
+
+#: Records in a row with the same loss that show the weights no longer change: a value printed
+#: with three significant digits or more repeats by chance almost never; a loss of exactly
+#: zero needs more of them.
+FROZEN_RECORDS, FROZEN_ZERO_RECORDS = 3, 5
+#: A loss printed the same below this, but not zero, is a model that fits its data (torch_xla's
+#: MNIST at ``Loss=0.00135`` step after step), not one that stopped learning.
+CONVERGED_LOSS = 0.01
+
+
+def printed(value: float) -> str:
+    """A value as the log printed it (the shortest text that reads back as the same float:
+    ``5.7257``, ``16.030918``; a printed ``0.0000`` is ``0.0``), for summaries, which show
+    other numbers rounded."""
+    return repr(value)
+
+
+def _significant_digits(value: float) -> int:
+    digits = repr(abs(value)).split("e")[0].replace(".", "").lstrip("0")
+    return len(digits)
+
+
+def _records(points: list[Point]) -> list[Point]:
+    """One point per record: a progress bar redrawn at one step, or a line printed twice for the
+    same step or epoch, is one record."""
+    kept: list[Point] = []
+    for point in points:
+        if kept and _record_key(point) is not None and _record_key(point) == _record_key(kept[-1]):
+            kept[-1] = point
+            continue
+        kept.append(point)
+    return kept
+
+
+def _record_key(point: Point) -> tuple[float | None, float | None] | None:
+    """The step and epoch that name a record; None when the line printed neither."""
+    if point.step is None and point.epoch is None:
+        return None
+    return (point.step, point.epoch)
+
+
+def frozen(name: str, points: list[Point]) -> Draft | None:
+    """The loss printed identically record after record to the end of the log (Keras'
+    ``loss: 5.7257`` three epochs running, ``loss:0.0000`` for twelve): the weights no longer
+    change, or the loss no longer depends on them. Before the frozen stretch the loss must have
+    moved from record to record, so that one line copied by several ranks is not taken for it."""
+    if name != "loss":
+        return None
+    records = _records(points)
+    if len(records) < FROZEN_RECORDS:
+        return None
+    value = records[-1].value
+    run = 0
+    for point in reversed(records):
+        if point.value != value:
+            break
+        run += 1
+    before = records[: len(records) - run]
+    distinct = all(_record_key(p) is not None for p in records[-run:])
+    if value == 0:
+        if run < FROZEN_ZERO_RECORDS:
+            return None
+    elif abs(value) < CONVERGED_LOSS:
+        return None  # a fit this close to zero stops changing in its printed digits
+    elif run < FROZEN_RECORDS or _significant_digits(value) < 3:
+        return None
+    if not distinct and (
+        not before or any(a.value == b.value for a, b in itertools.pairwise(before))
+    ):
+        return None
+    first = records[0].value
+    fields = {
+        "metric": name,
+        "first": round(first, 6),
+        "last": round(value, 6),
+        "best": round(min(p.value for p in records), 6),
+        "improvement_pct": round(100 * (first - value) / first, 2) if first else 0.0,
+        "points": len(records),
+        "frozen_records": run,
+        "last_text": printed(value),
+        **_where(records[-1]),
+    }
+    return Draft("plateau", fields)
+
+
+#: Records in a row printing a learning rate of zero, and the decimals a printed zero needs to
+#: be one (``0.00000`` is any rate below 5e-6, which fine-tuning uses; eight decimals are not).
+LR_ZERO_RECORDS, LR_ZERO_PLACES = 3, 6
+#: An exact zero (``0``, ``0.0``: Python's repr of the float) is counted as this many decimals.
+EXACT_ZERO_PLACES = 99
+
+
+@dataclass(slots=True)
+class LrRecord:
+    """A metric record that printed both a learning rate and a loss."""
+
+    lr: float
+    loss: float
+    step: float | None
+    total: float | None  # the step count the line printed after the step (``Step 380000/1000000``)
+    places: float  # decimals of a printed zero learning rate
+    line: Any = None
+
+
+def lr_zero(run: list[LrRecord]) -> Draft | None:
+    """Consecutive records that print a learning rate of zero while the loss does not fall: the
+    optimizer takes steps of size zero, so the model cannot learn (a schedule that decayed to zero
+    long before the end, a warm-up that never starts, an lr the scheduler overwrote). Zero is what
+    the log printed: either a zero too precise to be a small rate rounded, or, rounded, one far
+    from the end of the step count the line prints (the end of a decay is zero by design)."""
+    if len(run) < LR_ZERO_RECORDS:
+        return None
+    first, last = run[0], run[-1]
+    mid_run = last.total is not None and last.step is not None and last.step <= 0.9 * last.total
+    if not mid_run and min(r.places for r in run) < LR_ZERO_PLACES:
+        return None
+    half = len(run) // 2
+    before = statistics.median(r.loss for r in run[:half])
+    after = statistics.median(r.loss for r in run[half:])
+    if before <= 0 or after < 0.95 * before:
+        return None  # the loss still falls: the rate is only printed too coarsely
+    losses = [r.loss for r in run]
+    fields: dict[str, Any] = {
+        "metric": "loss",
+        "records": len(run),
+        "loss_low": printed(min(losses)),
+        "loss_high": printed(max(losses)),
+        "first_loss": round(first.loss, 6),
+        "last_loss": round(last.loss, 6),
+        **({"first_step": int(first.step)} if first.step is not None else {}),
+        **({"step": int(last.step)} if last.step is not None else {}),
+        **({"total_steps": int(last.total)} if last.total is not None else {}),
+    }
+    return Draft("lr_zero", fields)
 
 
 def _noise_floor(points: list[Point], window: int, level: float) -> float:
@@ -294,18 +504,42 @@ def _cumulative(values: list[float]) -> bool:
 
 
 def memory_growth(name: str, points: list[Point]) -> Draft | None:
-    """Memory that keeps rising: most steps up, and at least 20% and 0.5 GiB more at the end."""
-    if len(points) < MIN_POINTS["memory_growth"]:
+    """Memory that keeps rising. Three shapes, each with a good share of its growth in the second
+    half of the series (a cache filling during the first epoch and then flat is not a leak):
+
+    - most steps up, and at least 20% (and, in GiB, 0.5 GiB) more at the end;
+    - a creep: ten readings or more, never one down, up on at least 40% of them and in each
+      third (a tensor kept per step, 20.4 to 21.0 MB allocated; RSS 998.1 to 1000.1 MB);
+    - six readings or more, each above the one before, 20% more at the end.
+
+    Its size alone does not decide: a leak of a few MB per step is a leak. A series without a
+    unit is judged only against itself."""
+    if len(points) < 6:
         return None
     first, last = points[0].value, points[-1].value
-    ups = sum(b.value > a.value for a, b in itertools.pairwise(points))
-    downs = sum(b.value < a.value for a, b in itertools.pairwise(points))
-    if first <= 0 or last - first < max(0.2 * first, 0.5) or ups < 3 * max(downs, 1):
+    pairs = list(itertools.pairwise(points))
+    ups = sum(b.value > a.value for a, b in pairs)
+    downs = sum(b.value < a.value for a, b in pairs)
+    if first <= 0 or last <= first:
         return None
-    # A cache filling during the first epoch and then flat is not a leak: the second half of the
-    # run must still carry a good share of the growth.
     second_half = points[len(points) // 2 :]
     if second_half[-1].value - second_half[0].value < 0.25 * (last - first):
+        return None
+    minimum = 0.5 if name.startswith("memory_gib") else 0.0
+    grew = (
+        len(points) >= MIN_POINTS["memory_growth"]
+        and last - first >= max(0.2 * first, minimum)
+        and ups >= 3 * max(downs, 1)
+    )
+    thirds = [pairs[i * len(pairs) // 3 : (i + 1) * len(pairs) // 3] for i in range(3)]
+    crept = (
+        len(points) >= MIN_POINTS["memory_growth"]
+        and downs == 0
+        and ups >= 0.4 * len(pairs)
+        and all(any(b.value > a.value for a, b in third) for third in thirds)
+    )
+    climbed = ups == len(pairs) and last >= 1.2 * first
+    if not (grew or crept or climbed):
         return None
     fields = {
         "metric": name,
@@ -313,9 +547,17 @@ def memory_growth(name: str, points: list[Point]) -> Draft | None:
         "last_gib": round(last, 3),
         "growth_pct": round(100 * (last - first) / first, 1),
         "points": len(points),
+        "first_text": _memory_text(points[0]),
+        "last_text": _memory_text(points[-1]),
         **_where(points[-1]),
     }
     return Draft("memory_growth", fields)
+
+
+def _memory_text(point: Point) -> str:
+    """The memory value of a point as its line printed it."""
+    text = memory_text(point.line.text) if point.line is not None else None
+    return text if text is not None else printed(point.value)
 
 
 def overfitting(eval_points: list[Point], train_points: list[Point]) -> Draft | None:

@@ -86,3 +86,31 @@ def test_a_line_copied_into_a_second_file_counts_once() -> None:
     tracker.observe({"loss": 1.5}, LogLine("train.log", 6, "step 4 loss 1.6"))  # a real repeat
     assert len(tracker.series["loss"].points) == 6
     assert tracker.points_by_source == {"train.log": 6, "rank0.log": 5}
+
+
+def test_records_of_a_zero_learning_rate_are_followed_to_a_finding() -> None:
+    # PaddleSpeech#675: every record prints lr: 0.00000000 beside a loss around 15.
+    from crashcart.parsers.metrics import parse_metrics
+
+    tracker = SeriesTracker()
+    for step, loss in enumerate(["16.030918", "15.383665", "17.136696", "16.347980"], 5310):
+        line = f"Train: Rank: 0, epoch: 1, step: {step}, lr: 0.00000000, train_loss: {loss}"
+        tracker.observe(parse_metrics(line))
+    kinds = [draft.kind for draft, _ in tracker.conclude()]
+    assert kinds == ["lr_zero"]
+    # A rate that is not zero ends the stretch; a new one must be three records long again.
+    tracker = SeriesTracker()
+    for lr in [0.0, 0.0, 1e-4, 0.0, 0.0]:
+        tracker.observe({"loss": 2.0, "lr": lr, "lr_zero_places": 8.0})
+    assert [draft.kind for draft, _ in tracker.conclude()] == []
+
+
+def test_perplexity_is_watched_for_a_climb_beside_the_loss() -> None:
+    # OpenNMT-py#709: ppl climbs tenfold while xent only goes from 7.73 to 9.95.
+    tracker = SeriesTracker()
+    for ppl, xent in [(3770.76, 8.24), (2268.05, 7.73), (2482.59, 7.82), (2981.62, 8.0)]:
+        tracker.observe({"ppl": ppl, "loss": xent})
+    tracker.observe({"ppl": 16091.52, "loss": 9.69})
+    tracker.observe({"ppl": 20872.71, "loss": 9.95})
+    found = [draft.fields for draft, _ in tracker.conclude() if draft.kind == "divergence"]
+    assert [f["metric"] for f in found] == ["ppl"] and found[0]["value"] == 20872.71

@@ -31,7 +31,7 @@ from crashcart.parsers.metrics import parse_metrics
         ),
         (
             " iteration      100/    1000 | lm loss: 6.5E+00 | loss scale: 65536.0 | grad norm: 1.2 |",
-            {"step": 100, "loss": 6.5, "loss_scale": 65536.0, "grad_norm": 1.2},
+            {"step": 100, "step_total": 1000, "loss": 6.5, "loss_scale": 65536.0, "grad_norm": 1.2},
         ),
         ("Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.305", {"epoch": 1, "loss": 2.305}),
         ("{'eval_loss': 1.9, 'eval_runtime': 3.2, 'epoch': 1.0}", {"eval_loss": 1.9, "epoch": 1.0}),
@@ -45,7 +45,7 @@ from crashcart.parsers.metrics import parse_metrics
         ),
         (
             " iteration       15/     600 | elapsed time per iteration (ms): 142474.1 | lm loss: 6.1",
-            {"step": 15, "step_time_s": 142.4741, "loss": 6.1},
+            {"step": 15, "step_total": 600, "step_time_s": 142.4741, "loss": 6.1},
         ),
     ],
 )
@@ -125,3 +125,70 @@ def test_rates_searched_from_the_first_unit_match_a_search_of_the_whole_line(tex
         value = float(rate["rate"])
         expected = value if rate["unit"] == "it/s" else (1 / value if value else 0.0)
         assert found["it_s"] == expected
+
+
+def test_opennmt_cross_entropy_is_the_loss_and_its_step_count_is_read() -> None:
+    # OpenNMT-py#966: xent is the loss, ppl its exponential, and the step count follows the step.
+    line = (
+        "[2018-09-20 19:26:51,217 INFO] Step 510000/1000000; acc:  36.21; ppl: 52.56; "
+        "xent: 3.96; lr: 0.00000; 2052/1240 tok/s;  15842 sec"
+    )
+    found = parse_metrics(line)
+    assert found["loss"] == 3.96 and found["ppl"] == 52.56
+    assert found["step"] == 510000 and found["step_total"] == 1_000_000
+    assert found["lr"] == 0 and found["lr_zero_places"] == 5
+    assert parse_metrics("Epoch  1, 13450/37527; acc:   0.00; ppl: nan; xent: nan")["loss"] != 0
+
+
+def test_gnorm_is_the_gradient_norm_and_a_zero_rate_keeps_its_decimals() -> None:
+    assert parse_metrics("step=275  loss=5.82   gnorm=15.6   ← diverging") == {
+        "step": 275,
+        "loss": 5.82,
+        "grad_norm": 15.6,
+    }
+    paddle = "Train: Rank: 0, epoch: 1, step: 5310, lr: 0.00000000, train_loss: 16.030918"
+    assert parse_metrics(paddle)["lr_zero_places"] == 8
+    assert parse_metrics("{'loss': 1.2, 'learning_rate': 0.0}")["lr_zero_places"] == 99
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Step 380000/1000000; acc:  42.02; xent: 4.01; lr: 0.00000;",
+        "step=110  loss=3.80   gnorm=24.4",
+    ],
+)
+def test_the_new_keys_make_a_metric_line(line: str) -> None:
+    assert any(re.search(rx, line) for rx in metrics.METRIC_TRIGGERS.values())
+
+
+@pytest.mark.parametrize(
+    ("line", "expected", "printed"),
+    [
+        # pytorch#115255: the unit named once for the line, the peak after the current value.
+        (
+            "Mem memory (MB) | allocated: 20.4 | max allocated: 21.8 | reserved: 26.0",
+            {"memory_gib": 20.4 / 1024},
+            "20.4 MB",
+        ),
+        # tensorflow#73457 and Lasagne#860: no unit at all.
+        (
+            "Memory info of GPU /physical_device:GPU:0: current: 0.18, peak: 2.55",
+            {"memory": 0.18},
+            "0.18",
+        ),
+        ("      2 memory_usage: 998.12890625", {"memory": 998.12890625}, "998.12890625"),
+    ],
+)
+def test_memory_under_generic_keys(line: str, expected: dict, printed: str) -> None:
+    assert parse_metrics(line) == pytest.approx(expected)
+    assert metrics.memory_text(line) == printed
+    assert any(re.search(rx, line) for rx in metrics.METRIC_TRIGGERS.values())
+
+
+def test_memory_percentages_and_free_memory_are_no_memory_series() -> None:
+    assert (
+        parse_metrics("Memory info of CPU: total:201.37Gb, available: 190.78Gb, percent: 5.3%")
+        == {}
+    )
+    assert parse_metrics("GPU memory used: 45%") == {}

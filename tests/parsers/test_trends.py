@@ -171,3 +171,94 @@ def test_a_loss_swinging_over_orders_of_magnitude_blew_up() -> None:
 def test_a_large_but_smooth_loss_is_not_erratic() -> None:
     values = [9e6 * 0.8**i for i in range(20)]  # a regression on raw prices, converging
     assert trends.erratic("loss", series(values)) is None
+
+
+def test_a_few_records_climbing_from_their_best_diverged() -> None:
+    # entrenar: a QLoRA run that learned to 1.43, then climbed record after record.
+    values = [15.50, 13.00, 3.80, 2.39, 1.43, 5.82, 7.05, 10.03]
+    draft = trends.climbed("loss", series(values))
+    assert draft is not None and draft.fields["value"] == 10.03 and draft.fields["best"] == 1.43
+    # From the first record on, only to a magnitude no healthy run prints (mmdet, 1e13).
+    assert trends.climbed("loss", series([0.8474, 2.4435, 63118.5509, 10791241863295.7031]))
+    assert trends.climbed("loss", series([0.8, 1.9, 2.9, 4.1])) is None  # a warm-up
+    assert trends.climbed("loss", series([2.0, 1.2, 1.3, 1.4, 1.5])) is None  # a wobble
+
+
+def test_perplexity_climbing_tenfold_diverged() -> None:
+    # OpenNMT#709: ppl 2268.05 -> 20872.71 over four reports (xent only 7.73 -> 9.95).
+    ppl = [12792.57, 35173.75, 42885.19, 24048.64, 26476.23, 9686.04, 3770.76]
+    ppl += [2268.05, 2482.59, 2981.62, 16091.52, 20872.71]
+    assert trends.climbed("ppl", series(ppl)) is not None
+    assert trends.climbed("loss", series([math.log(v) for v in ppl])) is None
+
+
+def test_a_loss_frozen_to_the_last_digit_is_a_plateau() -> None:
+    # Keras#2392: loss 5.7257 three epochs running (lines without a step).
+    keras = [Point(v, i) for i, v in enumerate([5.7178, 5.7257, 5.7257, 5.7257])]
+    draft = trends.frozen("loss", keras)
+    assert draft is not None and draft.fields["last_text"] == "5.7257"
+    # Medical-Transformer#48: loss:0.0000 from epoch 1 on, the epochs printed.
+    zeros = [Point(0.2294, 0, epoch=0.0)] + [Point(0.0, i, epoch=float(i)) for i in range(1, 13)]
+    assert trends.frozen("loss", zeros).fields["frozen_records"] == 12
+
+
+def test_repeated_lines_are_not_a_frozen_loss() -> None:
+    # One progress bar redrawn at one step, a value with too few digits, four ranks printing
+    # the same all-reduced loss, three zeros.
+    assert trends.frozen("loss", series([2.31, 2.2, 2.1])[:1] * 4) is None
+    assert trends.frozen("loss", [Point(v, i) for i, v in enumerate([0.5, 0.1, 0.1, 0.1])]) is None
+    ranks = [Point(v, i) for i, v in enumerate([0.6931] * 4 + [0.6822] * 4)]
+    assert trends.frozen("loss", ranks) is None
+    assert trends.frozen("loss", series([0.3, 0.0, 0.0, 0.0])) is None
+    # torch_xla's MNIST on a TPU (pytorch/xla#6026), a healthy run: converged, not stuck.
+    assert trends.frozen("loss", series([0.00171, 0.00135, 0.00135, 0.00135, 0.00135])) is None
+
+
+def test_a_noisy_loss_hovering_at_ln_2_is_at_chance() -> None:
+    # snorkel#870: a Bi-LSTM binary classifier, batch steps 5 to 26.
+    values = [0.845315, 0.706016, 0.717638, 0.77187, 0.731818, 0.762896, 0.690147, 0.7032]
+    values += [0.745951, 0.950101, 0.717052, 0.712117, 0.700079, 0.716837, 0.714996]
+    values += [0.694084, 0.70559, 0.671527, 0.713507, 0.746347, 0.696672, 0.703526]
+    draft = trends.hovering_at_chance("loss", series(values))
+    assert draft is not None and draft.fields["chance_classes"] == 2
+    learning = [0.69 * math.exp(-i / 8) + 0.01 * (i % 2) for i in range(22)]
+    assert trends.hovering_at_chance("loss", series(learning)) is None
+
+
+def _lr_records(losses: list[float], *, places: float, total: float | None = None):
+    return [trends.LrRecord(0.0, v, 100.0 * i, total, places) for i, v in enumerate(losses)]
+
+
+def test_a_zero_learning_rate_with_a_flat_loss() -> None:
+    # PaddleSpeech#675: lr: 0.00000000 and train_loss around 15.
+    hovering = [16.030918, 15.383665, 17.136696, 16.34798, 12.675243, 15.479199, 16.016537]
+    assert trends.lr_zero(_lr_records(hovering, places=8)).kind == "lr_zero"
+    # OpenNMT#966: lr: 0.00000 (a rounded zero) at step 510000 of 1000000.
+    opennmt = _lr_records([4.01, 4.02, 3.98, 3.96], places=5, total=1_000_000)
+    assert trends.lr_zero(opennmt) is not None
+
+
+def test_a_rate_rounded_to_zero_or_a_falling_loss_is_no_zero_learning_rate() -> None:
+    flat = [2.1, 2.0, 2.1, 2.0]
+    assert trends.lr_zero(_lr_records(flat, places=5)) is None  # 2e-6 printed as 0.00000
+    assert trends.lr_zero(_lr_records(flat, places=5, total=320)) is None  # the end of a decay
+    assert trends.lr_zero(_lr_records([2.3, 2.0, 1.6, 1.3], places=8)) is None  # still learning
+    assert trends.lr_zero(_lr_records(flat[:2], places=99)) is None  # too few
+
+
+def test_memory_that_creeps_or_climbs_every_reading_leaks() -> None:
+    # pytorch#115255: allocated 20.4 -> 21.0 MB, never down (in GiB, as parsed).
+    allocated = [20.4, 20.5, 20.5, 20.6, 20.6, 20.6, 20.7, 20.7, 20.8, 20.8, 20.9, 20.9, 21.0]
+    assert trends.memory_growth("memory_gib", series([v / 1024 for v in allocated]))
+    # tensorflow#73457: GPU current 0.18 -> 0.35, up at every one of seven readings.
+    current = [0.18, 0.21, 0.24, 0.27, 0.29, 0.32, 0.35]
+    assert trends.memory_growth("memory", series(current))
+
+
+def test_a_peak_that_settles_or_memory_that_wobbles_is_no_leak() -> None:
+    # A maximum rising while the first batches come, then flat; a current value up and down.
+    peak = [3.1, 3.4, 3.4, 3.6, 3.6, 3.6, 3.6, 3.6, 3.6, 3.6, 3.6, 3.6]
+    assert trends.memory_growth("memory", series(peak)) is None
+    wobble = [5.0, 5.2, 5.1, 5.3, 5.2, 5.4, 5.3, 5.2, 5.4, 5.3, 5.2]
+    assert trends.memory_growth("memory", series(wobble)) is None
+    assert trends.memory_growth("memory", series([1.0, 1.05, 1.1, 1.12, 1.15, 1.18])) is None
