@@ -120,8 +120,9 @@ FACT_KINDS: dict[str, dict[str, str]] = {
     },
     "cudnn_error": {
         "status": "NOT_SUPPORTED | INTERNAL_ERROR | EXECUTION_FAILED | NOT_INITIALIZED"
-        " | MAPPING_ERROR | BAD_PARAM | NO_ENGINE | FRONTEND | OTHER",
+        " | MAPPING_ERROR | BAD_PARAM | ALLOC_FAILED | NO_ENGINE | FRONTEND | BUILD_FAILED | OTHER",
         "message": "the message",
+        "library": "cuDNN | MIOpen (ROCm's cuDNN)",
     },
     "cublas_error": {"status": "status without CUBLAS_STATUS_", "call": "the cuBLAS call"},
     "cuda_error": {"error": "normalised CUDA error", "message": "the message"},

@@ -23,7 +23,8 @@ torch 2.1+ (sentences; 2.1 spells ``capacty``; zero or more ``Process N has`` se
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.
 
 Also ``HIP out of memory`` (same shapes), ``CUBLAS_STATUS_ALLOC_FAILED``, ``CUDA error: out of
-memory`` and ``cudaErrorMemoryAllocation``. A message cut off mid-sentence still yields a fact
+memory`` (and ROCm's ``HIP error: out of memory``), ``cudaErrorMemoryAllocation`` and
+``hipErrorOutOfMemory``. A message cut off mid-sentence still yields a fact
 with whatever numbers survived. ``DefaultCPUAllocator: can't allocate memory`` is host memory
 and is deliberately not matched here.
 
@@ -47,8 +48,8 @@ TRIGGERS: dict[str, str] = {
     "cuda_oom_message": r"(?:CUDA|HIP) out of memory",
     "cuda_oom_torch_error": r"torch\.(?:cuda\.)?OutOfMemoryError",
     "cuda_oom_cublas_alloc": r"CUBLAS_STATUS_ALLOC_FAILED",
-    "cuda_oom_cuda_error": r"CUDA error: out of memory",
-    "cuda_oom_runtime_enum": r"cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY",
+    "cuda_oom_cuda_error": r"(?:CUDA|HIP) error: out of memory",
+    "cuda_oom_runtime_enum": r"cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory",
     # torch <= 1.0: "THCudaCheck FAIL file=.../THCStorage.cu line=58 error=2 : out of memory"
     "cuda_oom_thc": r"THCudaCheck FAIL.* : out of memory|cuda runtime error \(2\) : out of memory",
 }
@@ -164,7 +165,11 @@ def _first(grammar: dict[str, pp.ParserElement], name: str, text: str) -> pp.Par
 
 
 def _backend(text: str) -> str | None:
-    if "HIP out of memory" in text:
+    if (
+        "HIP out of memory" in text
+        or "HIP error: out of memory" in text
+        or "hipErrorOutOfMemory" in text
+    ):
         return "hip"
     if "CUDA out of memory" in text:
         return "cuda"

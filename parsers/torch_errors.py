@@ -12,8 +12,21 @@ Real examples, one per kind::
     /pytorch/aten/src/ATen/native/cuda/Loss.cu:240: nll_loss_forward_reduce_cuda_kernel_2d: block:
     [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.
 
+ROCm builds of torch word the same failures their own way, and they mean the same thing::
+
+    RuntimeError: HIP error: invalid device function
+    "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"
+    /pytorch/aten/src/ATen/native/hip/Indexing.hip:1292: indexSelectLargeIndex: Device-side
+    assertion `srcIndex < srcSelectDimSize' failed.
+    RuntimeError: miopenStatusUnknownError
+    MIOpen Error: /MIOpen/src/ocl/convolutionocl.cpp:831: Forward Convolution cannot be executed
+    due to incorrect params
+
+MIOpen is ROCm's cuDNN (``torch.backends.cudnn`` drives it), so its statuses are
+``cudnn_error`` facts with ``library: MIOpen``.
+
 Kinds: ``device_mismatch`` (device_a, device_b, argument, op, where), ``cudnn_error`` (status,
-message), ``requires_grad_error`` (variant, element), ``cublas_error`` (status, call),
+message, library), ``requires_grad_error`` (variant, element), ``cublas_error`` (status, call),
 ``cuda_error`` (error, message), ``device_assert`` (file, kernel, assertion, line).
 ``CUDA error: out of memory`` and ``CUBLAS_STATUS_ALLOC_FAILED`` are GPU OOMs: the
 :mod:`cuda_oom` parser reports them, so this one stays silent on them.
@@ -37,6 +50,7 @@ TRIGGERS: dict[str, str] = {
     "cudnn_status": r"CUDNN_STATUS_[A-Z_]+",
     "cudnn_no_engine": r"(?:GET|FIND) was unable to find an engine",
     "cudnn_frontend": r"cuDNN Frontend error",
+    "miopen_status": r"miopenStatus[A-Z]\w+|MIOpen Error: ",
     "requires_grad_no_grad_fn": r"does not require grad and does not have a grad_fn",
     "requires_grad_leaf_inplace": r"leaf Variable that requires grad (?:is being|has been) used",
     "requires_grad_numpy": r"Can't call numpy\(\) on (?:Tensor|Variable) that requires grad",
@@ -44,8 +58,11 @@ TRIGGERS: dict[str, str] = {
     "requires_grad_differentiated": r"One of the differentiated Tensors does not require grad",
     "cublas_status": r"CUBLAS_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR|NOT_INITIALIZED"
     r"|INVALID_VALUE|NOT_SUPPORTED|ARCH_MISMATCH|MAPPING_ERROR|LICENSE_ERROR)",
-    "cuda_error": r"CUDA error: [a-z]",
-    "device_assert": r"Assertion `[^`]+` failed",
+    "cuda_error": r"(?:CUDA|HIP) error: [a-z]",
+    "hip_error_name": r"hipError(?:NoBinaryForGpu|InvalidDeviceFunction|IllegalAddress|LaunchFailure)",
+    # HIP's kernels close the quote with an apostrophe; a host C assert() (``Assertion `x' failed``)
+    # is not a device assertion, so only the "Device-side" form may end that way.
+    "device_assert": r"Assertion `[^`]+` failed|Device-side assertion `[^`]+['`] failed",
 }
 
 
@@ -67,6 +84,25 @@ _CUDA_ERRORS = (
     ("operation not supported", "not_supported"),
 )
 
+#: HIP runtime error names (printed by the ROCm runtime itself) with the CUDA error they mirror.
+_HIP_ERROR_NAMES = {
+    "hipErrorNoBinaryForGpu": "no_kernel_image",
+    "hipErrorInvalidDeviceFunction": "invalid_device_function",
+    "hipErrorIllegalAddress": "illegal_memory_access",
+    "hipErrorLaunchFailure": "unspecified_launch_failure",
+}
+
+#: miopenStatus_t names (miopen.h) with the cuDNN status they correspond to.
+_MIOPEN_STATUSES = {
+    "NotInitialized": "NOT_INITIALIZED",
+    "InvalidValue": "BAD_PARAM",
+    "BadParm": "BAD_PARAM",
+    "AllocFailed": "ALLOC_FAILED",
+    "InternalError": "INTERNAL_ERROR",
+    "NotImplemented": "NOT_SUPPORTED",
+    "UnsupportedOp": "NOT_SUPPORTED",
+}
+
 _CUDNN_STATUSES = (
     "NOT_SUPPORTED",
     "INTERNAL_ERROR",
@@ -74,6 +110,7 @@ _CUDNN_STATUSES = (
     "NOT_INITIALIZED",
     "MAPPING_ERROR",
     "BAD_PARAM",
+    "ALLOC_FAILED",
 )
 
 _REQUIRES_GRAD = (
@@ -152,15 +189,14 @@ def _grammar() -> dict[str, pp.ParserElement]:
         r"CUBLAS_STATUS_(?P<status>[A-Z_]+)(?: when calling `?(?P<call>cublas\w+|cublasLt\w+))?"
     )
     # "/path/Loss.cu:240: kernel_name: block: [0,0,0], thread: [5,0,0] Assertion `...` failed."
+    # HIP: "/path/Indexing.hip:1292: indexSelectLargeIndex: Device-side assertion `...' failed."
     site = pp.Regex(
-        r"(?P<file>[\w./\\\-]{1,300}\.(?:cu|cuh|cpp|h)):(?P<line>\d+): "
-        r"(?P<kernel>[^\n]{1,300}?): block: \[[\d,]+\], thread: \[[\d,]+\]"
+        r"(?P<file>[\w./\\\-]{1,300}\.(?:cu|cuh|cpp|h|hip)):(?P<line>\d+): "
+        r"(?P<kernel>[^\n]{1,300}?)(?:: block: \[[\d,]+\], thread: \[[\d,]+\]|:(?= Device-side))"
     )
-    device_assert = (
-        pp.Opt(site)
-        + pp.Literal("Assertion")
-        + pp.QuotedString("`", convert_whitespace_escapes=False)("assertion")
-        + pp.Literal("failed")
+    device_assert = pp.Opt(site) + pp.Regex(
+        r"Assertion `(?P<assertion>[^`]*)` failed"
+        r"|Device-side assertion `(?P<hip_assertion>[^`'\n]*)['`] failed"
     )
     return {
         "checking": checking,
@@ -254,6 +290,9 @@ def _device_mismatch(text: str, grammar: dict[str, pp.ParserElement]) -> Draft |
 
 def _cudnn_error(text: str) -> Draft | None:
     status = None
+    miopen = _miopen_error(text)
+    if miopen is not None:
+        return miopen
     match = re.search(r"CUDNN_STATUS_([A-Z_]+)", text)
     if match:
         status = match.group(1) if match.group(1) in _CUDNN_STATUSES else "OTHER"
@@ -264,7 +303,32 @@ def _cudnn_error(text: str) -> Draft | None:
         status, needle = "FRONTEND", "cuDNN Frontend error"
     if status is None:
         return None
-    return Draft("cudnn_error", {"status": status, "message": _line_with(text, needle)})
+    return Draft(
+        "cudnn_error", {"status": status, "message": _line_with(text, needle), "library": "cuDNN"}
+    )
+
+
+def _miopen_error(text: str) -> Draft | None:
+    """MIOpen's status names and its ``MIOpen Error: file:line: what`` lines, as cuDNN statuses."""
+    match = re.search(r"miopenStatus([A-Z]\w+)", text)
+    if match:
+        status, needle = _MIOPEN_STATUSES.get(match.group(1), "OTHER"), match.group(0)
+    else:
+        match = re.search(r"MIOpen Error: (?:\S+:\d+: )?([^\n]*)", text)
+        if match is None:
+            return None
+        what, needle = match.group(1).lower(), "MIOpen Error: "
+        if "build failed" in what:
+            status = "BUILD_FAILED"  # a kernel MIOpen compiles at run time did not compile
+        elif "incorrect param" in what or "bad param" in what:
+            status = "BAD_PARAM"
+        elif "memory" in what:
+            status = "ALLOC_FAILED"
+        else:
+            status = "OTHER"
+    return Draft(
+        "cudnn_error", {"status": status, "message": _line_with(text, needle), "library": "MIOpen"}
+    )
 
 
 def _requires_grad(text: str) -> Draft | None:
@@ -292,9 +356,13 @@ def _cublas_error(text: str, grammar: dict[str, pp.ParserElement]) -> Draft | No
 
 
 def _cuda_error(text: str) -> Draft | None:
-    match = re.search(r"CUDA error: ([^\n]*)", text)
+    match = re.search(r"(?:CUDA|HIP) error: ([^\n]*)", text)
     if match is None:
-        return None
+        name = re.search(r"hipError\w+", text)
+        if name is None or name.group(0) not in _HIP_ERROR_NAMES:
+            return None
+        error = _HIP_ERROR_NAMES[name.group(0)]
+        return Draft("cuda_error", {"error": error, "message": _line_with(text, name.group(0))})
     detail = match.group(1).strip()
     if detail.startswith("out of memory") or detail.startswith("CUBLAS_STATUS_"):
         return None  # the OOM is cuda_oom's; a cuBLAS status is a cublas_error
@@ -303,20 +371,23 @@ def _cuda_error(text: str) -> Draft | None:
         if detail.startswith(needle) or needle in detail[:80]:
             error = name
             break
-    return Draft("cuda_error", {"error": error, "message": _line_with(text, "CUDA error:")})
+    return Draft("cuda_error", {"error": error, "message": _line_with(text, match.group(0)[:10])})
 
 
 def _device_asserts(text: str, grammar: dict[str, pp.ParserElement]) -> list[Draft]:
     drafts = []
     seen = set()
     for line in text.splitlines():
-        start = line.find("Assertion `")
+        start = line.find("ssertion `")
         if start < 0:
             continue
         tokens = _first(grammar["device_assert"], line[max(0, start - 700) : start + 700])
         if tokens is None:
             continue
-        fields: dict[str, Any] = {"assertion": tokens.assertion}
+        assertion = tokens.get("assertion")
+        fields: dict[str, Any] = {
+            "assertion": assertion if assertion is not None else tokens["hip_assertion"]
+        }
         if tokens.get("file"):
             fields["file"] = tokens["file"]
             fields["source_line"] = int(tokens["line"])
@@ -337,7 +408,13 @@ def parse(text: str) -> list[Draft]:
         mismatch = _device_mismatch(text, grammar)
         if mismatch is not None:
             drafts.append(mismatch)
-    if "CUDNN" in text or "cuDNN" in text or "unable to find an engine" in text:
+    if (
+        "CUDNN" in text
+        or "cuDNN" in text
+        or "unable to find an engine" in text
+        or "MIOpen" in text
+        or "miopenStatus" in text
+    ):
         cudnn = _cudnn_error(text)
         if cudnn is not None:
             drafts.append(cudnn)
@@ -348,10 +425,10 @@ def parse(text: str) -> list[Draft]:
     cublas = _cublas_error(text, grammar)
     if cublas is not None:
         drafts.append(cublas)
-    if "CUDA error:" in text:
+    if "CUDA error:" in text or "HIP error:" in text or "hipError" in text:
         cuda = _cuda_error(text)
         if cuda is not None:
             drafts.append(cuda)
-    if "Assertion `" in text:
+    if "ssertion `" in text:
         drafts += _device_asserts(text, grammar)
     return drafts

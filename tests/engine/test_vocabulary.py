@@ -110,3 +110,45 @@ def test_a_node_out_of_ram_is_host_memory_though_it_says_oom() -> None:
     )
     assert categories(report)[:1] == ["host_oom"]
     assert "cuda_oom" not in categories(report)
+
+
+def test_other_accelerators_memory_words_name_an_out_of_memory() -> None:
+    # intel/intel-extension-for-pytorch#629: Intel XPU, the CUDA sentence with another name.
+    xpu = run_text(
+        "RuntimeError: XPU out of memory. Tried to allocate 1.00 GiB (GPU 0; 15.56 GiB total"
+        " capacity; 990.00 MiB already allocated; 990.00 MiB reserved in total by PyTorch)\n"
+    )
+    assert categories(xpu)[:1] == ["cuda_oom"]
+    # open-edge-platform/physical-ai-studio#440: Level Zero's status under SYCL.
+    level_zero = run_text(
+        "terminate called after throwing an instance of 'sycl::_V1::exception'\n"
+        "  what():  Enqueue process failed.\n"
+        "level_zero backend failed with error: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)\n"
+    )
+    assert categories(level_zero)[:1] == ["cuda_oom"]
+    # erfanzar/EasyDeL#78: XLA's compiler on a TPU v2-8.
+    tpu = run_text(
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent"
+        " error. Ran out of memory in memory space hbm. Used 21.90G of 7.48G hbm. Exceeded hbm"
+        " capacity by 14.42G.\n"
+    )
+    assert categories(tpu)[:1] == ["cuda_oom"]
+    assert tpu.diagnoses[0].rule == "cuda_oom.tpu_hbm"
+
+
+def test_a_setting_the_device_does_not_support_is_a_setting_to_fix() -> None:
+    # huggingface/accelerate#3064: bf16 asked for on an Apple MPS machine.
+    report = run_text(
+        "ValueError: bf16 mixed precision requires PyTorch >= 1.10 and a supported device\n"
+    )
+    assert categories(report)[:1] == ["config_error"]
+
+
+def test_rocm_and_xla_device_words_name_their_categories() -> None:
+    # pytorch/xla#2960: a CPU tensor reached an op on the TPU.
+    xla = run_text("RuntimeError: torch_xla/csrc/aten_xla_bridge.cpp:69 : Check failed: xtensor\n")
+    assert categories(xla)[:1] == ["device_mismatch"]
+    # ROCm/MIOpen#3943: MIOpen is ROCm's cuDNN.
+    miopen = run_text("RuntimeError: miopenStatusUnknownError\n")
+    assert categories(miopen)[:1] == ["cudnn"]
+    assert "MIOpen" in miopen.diagnoses[0].summary  # not "cuDNN" alone

@@ -144,6 +144,12 @@ POSITIVES = [
     ),
     ("RuntimeError: CUDA error: out of memory", {"backend": "cuda"}),
     ("CUDA runtime error: cudaErrorMemoryAllocation", {"backend": "cuda"}),
+    # BLAST-WarpX/warpx#3398: the HIP runtime's error name
+    (
+        "amrex::Abort::1::HIP error in file WarpX/build/_deps/fetchedamrex-src/Src/Base/"
+        "AMReX_GpuDevice.cpp line 402 hipErrorOutOfMemory !!!",
+        {"backend": "hip"},
+    ),
 ]
 
 NEGATIVES = [

@@ -226,6 +226,63 @@ POSITIVES = [
         "device_assert",
         {"kernel": "operator()", "file": "../aten/src/ATen/native/cuda/IndexKernel.cu"},
     ),
+    # ROCm builds: HIP errors, the HIP runtime's error names, HIP device assertions and MIOpen.
+    # verl-project/verl#3163
+    (
+        "RuntimeError: HIP error: invalid device function",
+        "cuda_error",
+        {"error": "invalid_device_function"},
+    ),
+    # huggingface/autotrain-advanced#737
+    (
+        "RuntimeError: HIP error: no kernel image is available for execution on the device",
+        "cuda_error",
+        {"error": "no_kernel_image"},
+    ),
+    # ROCm/legacy-rocm-build#2061
+    (
+        "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
+        "cuda_error",
+        {"error": "no_kernel_image"},
+    ),
+    # mosaicml/composer#2758: HIP closes the quote with an apostrophe
+    (
+        "/pytorch/aten/src/ATen/native/hip/Indexing.hip:1292: indexSelectLargeIndex: Device-side"
+        " assertion `srcIndex < srcSelectDimSize' failed.",
+        "device_assert",
+        {
+            "file": "/pytorch/aten/src/ATen/native/hip/Indexing.hip",
+            "kernel": "indexSelectLargeIndex",
+            "assertion": "srcIndex < srcSelectDimSize",
+            "source_line": 1292,
+        },
+    ),
+    # ROCm/MIOpen#3943
+    (
+        "RuntimeError: miopenStatusUnknownError",
+        "cudnn_error",
+        {"status": "OTHER", "library": "MIOpen"},
+    ),
+    # ROCm/MIOpen#1994
+    (
+        "MIOpen Error: /MIOpen/src/ocl/convolutionocl.cpp:831: Forward Convolution cannot be"
+        " executed due to incorrect params",
+        "cudnn_error",
+        {"status": "BAD_PARAM", "library": "MIOpen"},
+    ),
+    # ryujaehun/pytorch-gpu-benchmark#19
+    (
+        "MIOpen Error: /MIOpen/src/hipoc/hipoc_program.cpp:286: Code object build failed. Source:"
+        " MIOpenIm2d2Col.cl",
+        "cudnn_error",
+        {"status": "BUILD_FAILED", "library": "MIOpen"},
+    ),
+    (
+        "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you"
+        " passed in a non-contiguous input.",
+        "cudnn_error",
+        {"status": "NOT_SUPPORTED", "library": "cuDNN"},
+    ),
 ]
 
 NEGATIVES = [
@@ -239,6 +296,9 @@ NEGATIVES = [
     "cudnn.benchmark = True, cuDNN version 8902",
     "loss: 0.3",
     "python: main.c:12: main: Assertion `x > 0' failed.",
+    # MIOpen's routine warning in healthy ROCm runs (ryujaehun/pytorch-gpu-benchmark#19)
+    "MIOpen(HIP): Warning [SQLiteBase] Unable to read system database"
+    " file:/opt/rocm/miopen/share/miopen/db/gfx900_64.kdb Performance may degrade",
 ]
 
 
