@@ -29,7 +29,7 @@ def test_healthy_run_raises_no_alarm(case: Path) -> None:
 
 #: The batches' level once their first read was recorded and the mechanisms fixed (the floor
 #: CI holds them to; their first-read scores are in corpus/README.md).
-BATCH_FLOOR = {"top1": 0.84, "hard_top1": 0.65, "silent": 0.09, "false_alarms": 1}
+BATCH_FLOOR = {"top1": 0.86, "hard_top1": 0.66, "silent": 0.08, "false_alarms": 1}
 
 
 def test_the_batches_hold_their_level() -> None:
