@@ -156,7 +156,10 @@ class SeriesTracker:
             value = metrics.get(name)
             if value is None:
                 continue
-            series = self.history.setdefault(name, deque(maxlen=WINDOW))
+            # get, then create: setdefault would build a deque (or a Series) on every call.
+            series = self.history.get(name)
+            if series is None:
+                series = self.history[name] = deque(maxlen=WINDOW)
             if not math.isfinite(value):
                 self._nonfinite_streak[name] += 1
                 if name not in self._reported:
@@ -176,7 +179,10 @@ class SeriesTracker:
             if name == "it_s" and math.isfinite(metrics.get("bar_total", math.nan)):
                 key = f"it_s/{int(metrics['bar_total'])}"  # one series per progress bar
             point = trends.Point(value, self.points, metrics.get("step"), time, line)
-            self.series.setdefault(key, Series()).add(point)
+            kept = self.series.get(key)
+            if kept is None:
+                kept = self.series[key] = Series()
+            kept.add(point)
         if time is not None:
             self.progress.add(trends.Point(0.0, self.points, metrics.get("step"), time, line))
         return drafts

@@ -263,9 +263,15 @@ def parse_metrics(text: str) -> dict[str, float]:
         if step is not None:
             found = {"step": step, **found}
     _rates_and_memory(text, lowered, found)
-    if not any(name not in ("step", "epoch", "lr", "bar_total") for name in found):
+    if found.keys() <= _NOT_ALONE:
         return {}
     return found
+
+
+#: What a line may carry and still be no metric line (a step counter, a progress bar's total).
+_NOT_ALONE = frozenset({"step", "epoch", "lr", "bar_total"})
+#: The ASCII characters _number_start passes over: digits, the dot, and str.isspace's.
+_NUMBER_RUN = "0123456789. \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
 
 
 def _first_unit(text: str) -> int:
@@ -277,6 +283,8 @@ def _first_unit(text: str) -> int:
 def _number_start(text: str, end: int) -> int:
     """The start of the run of digits, dots and spaces that ends at ``end`` (a number and the
     space before its unit can only start there or later)."""
+    if text.isascii():  # most lines: one C call instead of a Python loop per character
+        return len(text[:end].rstrip(_NUMBER_RUN))
     while end and (text[end - 1].isdigit() or text[end - 1] == "." or text[end - 1].isspace()):
         end -= 1
     return end

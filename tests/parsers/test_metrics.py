@@ -125,3 +125,18 @@ def test_rates_searched_from_the_first_unit_match_a_search_of_the_whole_line(tex
         value = float(rate["rate"])
         expected = value if rate["unit"] == "it/s" else (1 / value if value else 0.0)
         assert found["it_s"] == expected
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(_TEXTS, st.integers(min_value=0, max_value=400))
+@example("1.5 \x1c\t2it/s", 7)
+def test_the_start_of_a_number_is_found_as_by_the_character_loop(text: str, end: int) -> None:
+    end = min(end, len(text))
+    reference = end
+    while reference and (
+        text[reference - 1].isdigit()
+        or text[reference - 1] in ". "
+        or text[reference - 1].isspace()
+    ):
+        reference -= 1
+    assert metrics._number_start(text, end) == reference
