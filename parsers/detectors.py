@@ -166,7 +166,10 @@ class SeriesTracker:
             value = metrics.get(name)
             if value is None:
                 continue
-            series = self.history.setdefault(name, deque(maxlen=WINDOW))
+            # get, then create: setdefault would build a deque (or a Series) on every call.
+            series = self.history.get(name)
+            if series is None:
+                series = self.history[name] = deque(maxlen=WINDOW)
             if not math.isfinite(value):
                 self._nonfinite_streak[name] += 1
                 if name not in self._reported:
@@ -188,7 +191,10 @@ class SeriesTracker:
             point = trends.Point(
                 value, self.points, metrics.get("step"), time, line, metrics.get("epoch")
             )
-            self.series.setdefault(key, Series()).add(point)
+            kept = self.series.get(key)
+            if kept is None:
+                kept = self.series[key] = Series()
+            kept.add(point)
         if time is not None:
             self.progress.add(trends.Point(0.0, self.points, metrics.get("step"), time, line))
         return drafts

@@ -63,6 +63,10 @@ METRIC_STRETCH = (1 << 20) // METRIC_SAMPLE
 REPEAT_LIMIT = 50
 #: Lines matching one message parser are read this many times per run (facts are capped anyway).
 MESSAGE_LIMIT = 2000
+#: Reports of patterns whose consumers have had their fill (REPEAT_LIMIT, MESSAGE_LIMIT) that
+#: are dropped before the prefilters are rebuilt without those patterns (a compile, when not
+#: cached on disk, costs about as much as 100,000 reports; cached, a few milliseconds).
+REPORTS_BEFORE_RECOMPILE = 10_000
 #: A traceback that receives no line of its rank for this many lines is closed.
 BLOCK_IDLE_LINES = 200
 _EVIDENCE_FRAMES = 1
@@ -225,8 +229,21 @@ class Extractor:
         self._attempt_has_content = False
         self._seen: Counter[str] = Counter()
         self._exhausted: set[int] = set()
+        #: The bits of patterns whose every consumer has had its fill, and how many reports
+        #: carried one since the prefilters last left them out (see _leave_out_filled).
+        self._filled = 0
+        self._wasted = 0
+        #: What is scanned: the prefilters less the patterns of ``_filled``, once worth it.
+        self._scan_main = self.prefilter
+        self._scan_rules = self.rule_prefilter
         #: What parsers raised on lines of this run: contained, counted, reported.
         self.errors = ParserErrors()
+
+    def scanning(self) -> list[str]:
+        """The names of the patterns the prefilters still scan for (those whose consumers have
+        all had their fill are left out, see :meth:`_leave_out_filled`)."""
+        rules = self._scan_rules.scanned if self._scan_rules is not None else []
+        return self._scan_main.scanned + rules
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -479,7 +496,9 @@ class Extractor:
         :meth:`_useful`).
         """
         lines = {}
-        for start, end, mask in self.prefilter.scan(buf):
+        for start, end, mask in self._scan_main.scan(buf):
+            if end >= size:  # the partial last line: counted (see _useful) when it is whole
+                break
             useful = self._useful(mask)
             if useful:
                 lines[end] = (start, useful)
@@ -496,17 +515,23 @@ class Extractor:
         for start, end, _ in metric_lines:
             known = lines.get(end)
             lines[end] = (start, (known[1] if known else 0) | bit)
-        if self.rule_prefilter is not None:
+        if self._scan_rules is not None:
             shift = self._bits.rule_shift
-            for start, end, mask in self.rule_prefilter.scan(buf):
+            for start, end, mask in self._scan_rules.scan(buf):
+                if end >= size:
+                    break
                 useful = self._useful(mask << shift)
                 if useful:
                     known = lines.get(end)
                     lines[end] = (start, (known[1] if known else 0) | useful)
+        if self._wasted > REPORTS_BEFORE_RECOMPILE:
+            self._leave_out_filled()
         return [(start, end, mask) for end, (start, mask) in sorted(lines.items())]
 
     def _useful(self, mask: int) -> int:
         """``mask`` without the consumers that have seen enough lines like this one."""
+        if mask & self._filled:
+            self._wasted += 1
         if mask in self._exhausted:  # every consumer of this kind of line has had its fill
             return 0
         bits = self._bits
@@ -525,9 +550,23 @@ class Extractor:
                 self._seen[module.__name__] += 1
                 if self._seen[module.__name__] > MESSAGE_LIMIT:
                     useful &= ~module_bits
+        # Each of these bits belongs to one consumer only, which stays filled for the run.
+        self._filled |= mask & ~useful
         if not useful:
             self._exhausted.add(mask)
         return useful
+
+    def _leave_out_filled(self) -> None:
+        """Scan on without the patterns whose every consumer has had its fill.
+
+        Their reports are dropped by :meth:`_useful` anyway, but each cost a call into Python
+        (a config echo or a warning printed every step: millions in a large log). Leaving them
+        out of the databases changes no line's mask: those bits would have been cleared.
+        """
+        self._wasted = 0
+        self._scan_main = self.prefilter.without(self._filled)
+        if self.rule_prefilter is not None:
+            self._scan_rules = self.rule_prefilter.without(self._filled >> self._bits.rule_shift)
 
     def _line(
         self, state: _SourceState, raw: bytes, mask: int, out: list[Finding], marker: str | None

@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
-from typing import Any
 
 TRIGGERS = {
     # Non-finite values are rare and must never be sampled away: the main prefilter finds them.
@@ -190,6 +189,20 @@ _NAMED_LOSS = re.compile(rf"(?i){_NAMED_LOSS_KEY}")
 _NUMBER_GOES_ON = re.compile(r"\w|\.\w")
 _KEY_GROUP, _VALUE_GROUP = _PAIR.groupindex["key"], _PAIR.groupindex["value"]
 assert _PAIR_KNOWN.groupindex == _PAIR.groupindex  # the groups are read by number
+
+
+def _lower_case(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """``pattern`` without ``(?i)``, for ASCII text already lowered. Its keys and words are
+    written in lower case, so on ASCII text it matches exactly where the case-blind one does
+    (case-blind matching, where Python's regex engine folds every character it compares, takes
+    about three times as long; non-ASCII text, where folding is not one letter for one, keeps
+    the case-blind patterns)."""
+    assert pattern.pattern.startswith("(?i)")
+    return re.compile(pattern.pattern[4:])
+
+
+_PAIR_LOWER, _PAIR_KNOWN_LOWER = _lower_case(_PAIR), _lower_case(_PAIR_KNOWN)
+_LOSS_WORD_LOWER, _NAMED_LOSS_LOWER = _lower_case(_LOSS_WORD), _lower_case(_NAMED_LOSS)
 #: Characters of a line read for metrics: metric lines are short, a long line is something else
 #: that happens to mention a loss (and each regex below costs time per character).
 MAX_METRIC_TEXT = 2048
@@ -231,29 +244,38 @@ def _finite(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _may_name_a_loss(text: str) -> bool:
+def _may_name_a_loss(text: str, word: re.Pattern[str], named: re.Pattern[str]) -> bool:
     """Whether a named-loss key could match anywhere in ``text``: it ends in " loss" or
     "_loss" and starts at most 31 characters before, so only those places are searched."""
-    for word in _LOSS_WORD.finditer(text):
-        if _NAMED_LOSS.search(text, max(0, word.start() - 31), word.end()):
+    for found in word.finditer(text):
+        if named.search(text, max(0, found.start() - 31), found.end()):
             return True
     return False
 
 
-def _pairs(text: str) -> Iterator[Any]:
-    """The key-number pairs of ``text``, each number ending where a number can (a number
-    followed by a letter, a digit or a dot is part of something else)."""
+def _pairs(text: str) -> Iterator[tuple[int, int, str, str]]:
+    """The key-number pairs of ``text``: where each starts and ends in ``" " + text``, its key
+    and its number as written. Each number ends where a number can (a number followed by a
+    letter, a digit or a dot is part of something else)."""
     text = " " + text  # the character before a key at the start of the line
-    pair = _PAIR if _may_name_a_loss(text) else _PAIR_KNOWN
+    if text.isascii():  # most lines: the lower-case patterns over the lowered text
+        subject = text.lower()
+        named = _may_name_a_loss(subject, _LOSS_WORD_LOWER, _NAMED_LOSS_LOWER)
+        pair = _PAIR_LOWER if named else _PAIR_KNOWN_LOWER
+    else:
+        subject = text
+        pair = _PAIR if _may_name_a_loss(text, _LOSS_WORD, _NAMED_LOSS) else _PAIR_KNOWN
     pos = 0
-    while pos <= len(text):
-        match = pair.search(text, pos)
+    while pos <= len(subject):
+        match = pair.search(subject, pos)
         if match is None:
             return
-        if _NUMBER_GOES_ON.match(text, match.end(_VALUE_GROUP)):
+        end = match.end(_VALUE_GROUP)
+        if _NUMBER_GOES_ON.match(subject, end):
             pos = match.start(_KEY_GROUP)  # not a pair here: look on from this key's first letter
             continue
-        yield match
+        key = text[match.start(_KEY_GROUP) : match.end(_KEY_GROUP)]
+        yield match.start(), match.end(), key, text[match.start(_VALUE_GROUP) : end]
         pos = match.end()
 
 
@@ -266,12 +288,11 @@ def parse_metrics(text: str) -> dict[str, float]:
     found: dict[str, float] = {}
     text = text[:MAX_METRIC_TEXT]
     named_loss: float | None = None
-    for match in _pairs(text):
-        # Groups by number: the RE2 wrapper rebuilds its name table on every named lookup.
-        key = match.group(_KEY_GROUP).lower()
+    for _, end, written, number in _pairs(text):
+        key = written.lower()
         name = _CANONICAL.get(key)
         try:
-            value = _value(match.group(_VALUE_GROUP))
+            value = _value(number)
         except ValueError:
             continue
         if name is None:
@@ -281,9 +302,9 @@ def parse_metrics(text: str) -> dict[str, float]:
         if name not in found and (math.isfinite(value) or name in _MAY_BE_NONFINITE):
             found[name] = value
             if name == "lr" and value == 0:
-                found["lr_zero_places"] = _zero_places(match.group(_VALUE_GROUP))
+                found["lr_zero_places"] = _zero_places(number)
             elif name == "step":
-                total = _TOTAL.match(match.string, match.end(_VALUE_GROUP))
+                total = _TOTAL.match(text, end - 1)  # _pairs counts from a leading space
                 if total is not None:
                     found["step_total"] = float(total.group(1))
     if "loss" not in found and named_loss is not None:
@@ -299,9 +320,13 @@ def parse_metrics(text: str) -> dict[str, float]:
         if step is not None:
             found = {"step": step, **found}
     _rates_and_memory(text, lowered, found)
-    if not any(name not in _NOT_A_MEASURE for name in found):
+    if found.keys() <= _NOT_A_MEASURE:
         return {}
     return found
+
+
+#: The ASCII characters _number_start passes over: digits, the dot, and str.isspace's.
+_NUMBER_RUN = "0123456789. \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
 
 
 def _first_unit(text: str) -> int:
@@ -313,6 +338,8 @@ def _first_unit(text: str) -> int:
 def _number_start(text: str, end: int) -> int:
     """The start of the run of digits, dots and spaces that ends at ``end`` (a number and the
     space before its unit can only start there or later)."""
+    if text.isascii():  # most lines: one C call instead of a Python loop per character
+        return len(text[:end].rstrip(_NUMBER_RUN))
     while end and (text[end - 1].isdigit() or text[end - 1] == "." or text[end - 1].isspace()):
         end -= 1
     return end

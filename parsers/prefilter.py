@@ -15,6 +15,7 @@ Both guarantee linear-time matching, so a hostile pattern or line cannot hang th
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -71,15 +72,22 @@ def _hyperscan_patterns(patterns: list[str], anchors: list[bool]) -> list[bytes]
     ]
 
 
-def _database_key(anchored: list[bytes]) -> str:
+def _database_key(anchored: list[bytes], ids: list[int] | None) -> str:
     # crashcart's version too: a database is stored only after every pattern passed
     # check_pattern, and a cache hit skips that check, so the check must be this version's.
-    return diskcache.digest(__version__, hyperscan.__version__, *anchored)
+    numbers = [] if ids is None else ["ids", ",".join(map(str, ids))]
+    return diskcache.digest(__version__, hyperscan.__version__, *numbers, *anchored)
 
 
-def _cached_database(anchored: list[bytes]) -> Any:
-    """The database compiled earlier from exactly ``anchored``, or None."""
-    payload = diskcache.read("prefilter", _database_key(anchored))
+def _cache_kind(ids: list[int] | None) -> str:
+    # The few full databases apart from the subsets (see Prefilter.without), so that subsets
+    # never push a full database out of the cache.
+    return "prefilter" if ids is None else "prefilter-subset"
+
+
+def _cached_database(anchored: list[bytes], ids: list[int] | None = None) -> Any:
+    """The database compiled earlier from exactly ``anchored`` (with these ``ids``), or None."""
+    payload = diskcache.read(_cache_kind(ids), _database_key(anchored, ids))
     if payload is None:
         return None
     try:
@@ -90,21 +98,22 @@ def _cached_database(anchored: list[bytes]) -> Any:
     return database
 
 
-def _compile_database(anchored: list[bytes]) -> Any:
-    """Compile the Hyperscan database of ``anchored`` and store it in the cache (compiling
-    takes up to a second; loading it, milliseconds)."""
+def _compile_database(anchored: list[bytes], ids: list[int] | None = None) -> Any:
+    """Compile the Hyperscan database of ``anchored`` (pattern *k* reported as ``ids[k]``, by
+    default *k*) and store it in the cache (compiling takes up to a second; loading it,
+    milliseconds)."""
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     try:
         database.compile(
             expressions=anchored,
-            ids=list(range(len(anchored))),
+            ids=list(range(len(anchored))) if ids is None else ids,
             elements=len(anchored),
             flags=[hyperscan.HS_FLAG_MULTILINE] * len(anchored),
         )
     except hyperscan.error as error:
         raise PatternError(str(error)) from None
     # A read-only or full cache: compile every time, still correct.
-    diskcache.write("prefilter", _database_key(anchored), hyperscan.dumpb(database))
+    diskcache.write(_cache_kind(ids), _database_key(anchored, ids), hyperscan.dumpb(database))
     return database
 
 
@@ -128,21 +137,63 @@ class Prefilter:
         self.engine = engine or ("hyperscan" if hyperscan is not None else "re2")
         if self.engine not in ("hyperscan", "re2"):
             raise ValueError(f"unknown prefilter engine {self.engine!r}")
+        #: Subsets of this prefilter already built, by the mask of the patterns left out.
+        self._subsets: dict[int, Prefilter] = {}
+        self._lock = threading.Lock()
+        self._compile(list(range(len(self._names))), checked=False)
+
+    def _compile(self, keep: list[int], *, checked: bool) -> None:
+        """Compile the patterns numbered ``keep`` (none: a prefilter that finds nothing), each
+        reported under its own number; ``checked`` says RE2 has accepted them already."""
+        self._kept = keep
+        if not keep:
+            return
+        patterns = [self._patterns[i] for i in keep]
+        whole = len(keep) == len(self._patterns)
         if self.engine == "hyperscan":
-            anchors = [name not in self._plain and "$" not in p for name, p in patterns.items()]
+            anchors = [
+                self._names[i] not in self._plain and "$" not in self._patterns[i] for i in keep
+            ]
             # A database in the cache was stored after its patterns passed the check below: a
             # start-up that finds it skips compiling every pattern again just to check it.
-            anchored = _hyperscan_patterns(self._patterns, anchors)
-            self._db = _cached_database(anchored)
+            anchored = _hyperscan_patterns(patterns, anchors)
+            ids = None if whole else keep
+            self._db = _cached_database(anchored, ids)
             if self._db is None:
-                self._check()
-                self._db = _compile_database(anchored)
+                if not checked:
+                    self._check()
+                self._db = _compile_database(anchored, ids)
             self._local = threading.local()
         else:
-            self._check()
-            alternation = "|".join(f"(?:{p})" for p in self._patterns)
+            if not checked:
+                self._check()
+            alternation = "|".join(f"(?:{p})" for p in patterns)
             self._any = re2.compile(alternation.encode(), options=_re2_options())
-            self._each = [re2.compile(p.encode(), options=_re2_options()) for p in self._patterns]
+            self._each = [
+                (i, re2.compile(self._patterns[i].encode(), options=_re2_options())) for i in keep
+            ]
+
+    def without(self, mask: int) -> Prefilter:
+        """This prefilter without the patterns whose bits are set in ``mask``; the others keep
+        their bits and names, so its scans read exactly as this one's with ``mask`` cleared.
+
+        For patterns whose every consumer has had its fill (see the extractor): each of their
+        reports would be a call into Python only to be dropped. Subsets are built once per
+        prefilter (compiled and cached on disk like the whole database) and shared.
+        """
+        mask &= (1 << len(self._names)) - 1
+        if not mask:
+            return self
+        with self._lock:  # a prefilter serves every run of the process, the TUI's thread too
+            subset = self._subsets.get(mask)
+            if subset is None:
+                subset = copy.copy(self)
+                subset._subsets = {}
+                subset._lock = threading.Lock()
+                keep = [i for i in range(len(self._names)) if not mask >> i & 1]
+                subset._compile(keep, checked=True)
+                self._subsets[mask] = subset
+        return subset
 
     def _check(self) -> None:
         """Raise :class:`PatternError` for the first pattern RE2 refuses (see
@@ -163,6 +214,11 @@ class Prefilter:
         return list(self._names)
 
     @property
+    def scanned(self) -> list[str]:
+        """The names of the patterns this prefilter scans for (all, unless it is a subset)."""
+        return [self._names[i] for i in self._kept]
+
+    @property
     def size(self) -> int:
         """How many patterns (mask bits) the prefilter has."""
         return len(self._names)
@@ -177,6 +233,8 @@ class Prefilter:
         ``buf`` holds whole lines; ``end`` excludes the newline; ``mask`` has bit *i* set for
         each pattern *i* found in the line. Lines come in order.
         """
+        if not self._kept:
+            return []
         if self.engine == "hyperscan":
             return self._scan_hyperscan(buf)
         return self._scan_re2(buf)
@@ -223,7 +281,7 @@ class Prefilter:
                 end = size
             line = buf[start:end]
             mask = 0
-            for index, pattern in enumerate(self._each):
+            for index, pattern in self._each:
                 if pattern.search(line):
                     mask |= 1 << index
             lines.append((start, end, mask))

@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 
+from crashcart.parsers import extract
 from crashcart.parsers.extract import Extractor
 
 LOG = textwrap.dedent(
@@ -116,3 +117,80 @@ def test_headless_traceback_is_still_a_traceback() -> None:
 def test_closing_the_blocks_of_a_file_not_read_yet_is_a_no_op() -> None:
     """The TUI's timer may ask before the bytes read meanwhile were analysed."""
     assert Extractor().flush_blocks("runs/late/train.log") == []
+
+
+WARNING = (
+    "/opt/torch/utils/checkpoint.py:91: UserWarning: None of the inputs have requires_grad=True"
+)
+RULES = {"warn": r"None of the inputs have requires_grad", "oom": r"CUDA out of memory"}
+
+
+def _repeats_then_errors() -> bytes:
+    """DeepSpeed step lines (the config trigger: log_dist]) and a warning (a rule pattern)
+    every step, long past the point where their consumers have had their fill, then lines
+    that need those same patterns along with others: the config echo on an OOM line, the
+    warning's rule on a line with the OOM's rule too."""
+    lines = []
+    for step in range(400):
+        lines.append(f"[INFO] [logging.py:96:log_dist] [Rank 0] step={step}, skipped=0, lr=[5e-05]")
+        lines.append(WARNING)
+        lines.append(f"{{'loss': {2.5 - step / 1000:.4f}, 'epoch': {step / 100:.2f}}}")
+    lines += [
+        "[INFO] [logging.py:96:log_dist] torch.OutOfMemoryError: CUDA out of memory. Tried to "
+        "allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.02 GiB is free.",
+        f"{WARNING}; then CUDA out of memory",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 9, in <module>',
+        "    loss.backward()",
+        "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn",
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _findings(data: bytes, chunk: int) -> tuple[list, Extractor]:
+    extractor = Extractor(RULES)
+    found = []
+    for start in range(0, len(data), chunk):
+        found += extractor.feed("t.log", data[start : start + chunk])
+    found += extractor.finish() + extractor.conclude()
+    keyed = [
+        (f.draft.kind, sorted(f.draft.fields.items()), [(e.lineno, e.text) for e in f.evidence])
+        for f in found
+    ]
+    return keyed, extractor
+
+
+@pytest.mark.parametrize("chunk", [97, 4096, 1 << 20])
+def test_a_filled_trigger_left_out_of_the_scan_loses_no_later_fact(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Patterns whose every consumer has had its fill are left out of the prefilters (issue
+    15: a million reports per GB only to be dropped); the findings stay exactly the same."""
+    data = _repeats_then_errors()
+    monkeypatch.setattr(extract, "REPORTS_BEFORE_RECOMPILE", 1 << 60)  # never left out
+    kept, full = _findings(data, chunk)
+    monkeypatch.setattr(extract, "REPORTS_BEFORE_RECOMPILE", 20)
+    left_out, reduced = _findings(data, chunk)
+    assert "config:any" in full.scanning() and "warn" in full.scanning()
+    assert "config:any" not in reduced.scanning() and "warn" not in reduced.scanning()
+    assert "oom" in reduced.scanning() and "cuda_oom:any" in reduced.scanning()
+    assert left_out == kept
+    last = data.count(b"\n")
+    oom = [evidence[-1][0] for kind, _, evidence in left_out if kind == "cuda_oom"]
+    assert oom[:1] == [last - 5]
+    rule_lines = [(dict(f)["pattern"], ev[0][0]) for kind, f, ev in left_out if kind == "line"]
+    assert ("oom", last - 5) in rule_lines and ("oom", last - 4) in rule_lines
+    assert sum(1 for pattern, _ in rule_lines if pattern == "warn") == extract.REPEAT_LIMIT
+    assert ("requires_grad_error", last) in [(k, ev[-1][0]) for k, _, ev in left_out]
+    assert reduced.stats()["t.log"].lines == last
+
+
+def test_a_subset_of_a_prefilter_reports_as_the_whole_with_those_bits_cleared() -> None:
+    whole = Extractor(RULES).prefilter
+    data = _repeats_then_errors()
+    config = whole.bit("config:any")
+    subset = whole.without(config)
+    assert subset is whole.without(config)  # built once, shared by every run
+    expected = [(s, e, m & ~config) for s, e, m in whole.scan(data) if m & ~config]
+    assert subset.scan(data) == expected
+    assert whole.without((1 << whole.size) - 1).scan(data) == []

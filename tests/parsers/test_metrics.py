@@ -88,6 +88,8 @@ _TEXTS = st.lists(st.sampled_from(_PIECES), max_size=30).map("".join)
 @example("Gen Loss Total 1.5, lossy loss 2")
 @example("step 3 mask_loss=0.3 val loss 2")
 @example("loss_scale 5 loss_step: 0.1 learning_rate=3e-4")
+@example("GEN LOSS TOTAL NaN, Train_Loss=INF, Grad Norm: 1E-3, Val LOSS is 2.5")
+@example("\u212a loss 3, \u017ftep 4, Gen Loss 1")  # letters that fold to ASCII ones
 def test_the_key_trie_and_the_named_loss_gate_match_as_the_plain_alternation(text: str) -> None:
     # The reference: every key sorted longest first, then the named loss, tried everywhere.
     keys = "|".join(
@@ -104,7 +106,7 @@ def test_the_key_trie_and_the_named_loss_gate_match_as_the_plain_alternation(tex
             continue
         reference.append((match.span(), match["key"], match["value"]))
         pos = match.end()
-    fast = [(m.span(), m.group(1), m.group(2)) for m in metrics._pairs(text)]
+    fast = [((start, end), key, value) for start, end, key, value in metrics._pairs(text)]
     assert fast == reference
 
 
@@ -192,3 +194,18 @@ def test_memory_percentages_and_free_memory_are_no_memory_series() -> None:
         == {}
     )
     assert parse_metrics("GPU memory used: 45%") == {}
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(_TEXTS, st.integers(min_value=0, max_value=400))
+@example("1.5 \x1c\t2it/s", 7)
+def test_the_start_of_a_number_is_found_as_by_the_character_loop(text: str, end: int) -> None:
+    end = min(end, len(text))
+    reference = end
+    while reference and (
+        text[reference - 1].isdigit()
+        or text[reference - 1] in ". "
+        or text[reference - 1].isspace()
+    ):
+        reference -= 1
+    assert metrics._number_start(text, end) == reference

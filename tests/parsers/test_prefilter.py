@@ -54,3 +54,18 @@ def test_catastrophic_backtracking_pattern_stays_linear(engine: str) -> None:
     started = time.perf_counter()
     prefilter.scan(hostile)
     assert time.perf_counter() - started < 5  # backtracking would not finish this century
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_subset_keeps_the_other_patterns_bits(engine: str) -> None:
+    prefilter = Prefilter(PATTERNS, engine=engine)
+    loss = prefilter.bit("loss")
+    subset = prefilter.without(loss)
+    assert subset.scanned == ["oom", "nccl"] and subset.pattern_names == prefilter.pattern_names
+    found = [(LOG[s:e], sorted(subset.names(m))) for s, e, m in subset.scan(LOG)]
+    assert found == [
+        (b"RuntimeError: CUDA out of memory. loss", ["oom"]),
+        (b"node:1:2 [0] NCCL WARN Net failed", ["nccl"]),
+    ]
+    assert prefilter.without(0) is prefilter
+    assert prefilter.without(prefilter.bit("oom") | prefilter.bit("nccl") | loss).scan(LOG) == []
