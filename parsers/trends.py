@@ -325,8 +325,8 @@ def frozen(name: str, points: list[Point]) -> Draft | None:
     before = records[: len(records) - run]
     distinct = all(_record_key(p) is not None for p in records[-run:])
     if value == 0:
-        if run < FROZEN_ZERO_RECORDS:
-            return None
+        if run < FROZEN_ZERO_RECORDS or (before and abs(before[-1].value) < CONVERGED_LOSS):
+            return None  # it fell to zero gradually (0.0025, 0.0007 ...): a converged fit
     elif abs(value) < CONVERGED_LOSS:
         return None  # a fit this close to zero stops changing in its printed digits
     elif run < FROZEN_RECORDS or _significant_digits(value) < 3:

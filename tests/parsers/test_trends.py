@@ -212,6 +212,9 @@ def test_repeated_lines_are_not_a_frozen_loss() -> None:
     assert trends.frozen("loss", series([0.3, 0.0, 0.0, 0.0])) is None
     # torch_xla's MNIST on a TPU (pytorch/xla#6026), a healthy run: converged, not stuck.
     assert trends.frozen("loss", series([0.00171, 0.00135, 0.00135, 0.00135, 0.00135])) is None
+    # A warm-up that fits its batch: the printed loss reaches 0.0000 through 0.0025, 0.0007 ...
+    decayed = [8.05, 1.11, 0.19, 0.041, 0.0098, 0.0025, 0.0007, 0.0002, 0.0001] + [0.0] * 8
+    assert trends.frozen("loss", series(decayed)) is None
 
 
 def test_a_noisy_loss_hovering_at_ln_2_is_at_chance() -> None:
