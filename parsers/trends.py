@@ -211,19 +211,8 @@ def at_chance(name: str, points: list[Point]) -> Draft | None:
     for classes in _CLASS_COUNTS:
         chance = math.log(classes)
         if all(abs(p.value - chance) <= _CHANCE_TOLERANCE * chance + 5e-4 for p in tail):
-            fields = {
-                "metric": name,
-                "first": round(points[0].value, 6),
-                "last": round(tail[-1].value, 6),
-                "best": round(min(p.value for p in points), 6),
-                "improvement_pct": 0.0,
-                "points": len(points),
-                "chance_classes": classes,
-                "last_text": printed(tail[-1].value),
-                "best_text": printed(min(p.value for p in points)),
-                **_where(tail[-1]),
-            }
-            return Draft("plateau", fields)
+            # A loss at chance never improved, whatever its first record happened to be.
+            return _plateau_draft(name, points, improvement_pct=0.0, chance_classes=classes)
     return None
 
 
@@ -248,21 +237,7 @@ def hovering_at_chance(name: str, points: list[Point]) -> Draft | None:
     for classes in _NOISY_CLASS_COUNTS:
         chance = math.log(classes)
         if 0.98 * chance <= level <= 1.05 * chance and low >= 0.95 * chance:
-            fields = {
-                "metric": name,
-                "first": round(points[0].value, 6),
-                "last": round(points[-1].value, 6),
-                "best": round(min(p.value for p in points), 6),
-                "improvement_pct": round(
-                    100 * (points[0].value - points[-1].value) / points[0].value, 2
-                ),
-                "points": len(points),
-                "chance_classes": classes,
-                "last_text": printed(points[-1].value),
-                "best_text": printed(min(p.value for p in points)),
-                **_where(points[-1]),
-            }
-            return Draft("plateau", fields)
+            return _plateau_draft(name, points, chance_classes=classes)
     return None
 
 
@@ -335,19 +310,7 @@ def frozen(name: str, points: list[Point]) -> Draft | None:
         not before or any(a.value == b.value for a, b in itertools.pairwise(before))
     ):
         return None
-    first = records[0].value
-    fields = {
-        "metric": name,
-        "first": round(first, 6),
-        "last": round(value, 6),
-        "best": round(min(p.value for p in records), 6),
-        "improvement_pct": round(100 * (first - value) / first, 2) if first else 0.0,
-        "points": len(records),
-        "frozen_records": run,
-        "last_text": printed(value),
-        **_where(records[-1]),
-    }
-    return Draft("plateau", fields)
+    return _plateau_draft(name, records, frozen_records=run)
 
 
 #: Records in a row printing a learning rate of zero, and the decimals a printed zero needs to
@@ -413,6 +376,26 @@ def _noise_floor(points: list[Point], window: int, level: float) -> float:
     sigma = statistics.median(diffs) / (0.6745 * math.sqrt(2))
     standard_error = math.sqrt(2) * 1.2533 * sigma / math.sqrt(window)
     return max(0.02, 2.5 * standard_error / level)
+
+
+def _plateau_draft(name: str, points: list[Point], **extra: Any) -> Draft:
+    """A ``plateau`` draft over ``points`` as printed: first, last and best values, the
+    improvement from first to last, and where the last one is; ``extra`` adds or overrides."""
+    first, last = points[0].value, points[-1].value
+    best = min(p.value for p in points)
+    fields = {
+        "metric": name,
+        "first": round(first, 6),
+        "last": round(last, 6),
+        "best": round(best, 6),
+        "improvement_pct": round(100 * (first - last) / first, 2) if first else 0.0,
+        "points": len(points),
+        "last_text": printed(last),
+        "best_text": printed(best),
+        **_where(points[-1]),
+        **extra,
+    }
+    return Draft("plateau", fields)
 
 
 def plateau(name: str, points: list[Point]) -> Draft | None:
