@@ -1196,7 +1196,10 @@ def _traceback_evidence(
     if final.cut:  # no message: the user's frame and the innermost frame with its code line
         frames, own = _frame_lines(lines, len(lines))
         innermost = frames[-1] if frames else len(lines) - 1
-        return [lines[i] for i in own if i < innermost][-1:] + lines[innermost : innermost + 2]
+        # IPython's header names the exception that the cut paste lost: it is the message.
+        header = lines[:1] if traceback.IPYTHON_HEADER.match(lines[0].text) else []
+        own_line = [lines[i] for i in own if i < innermost][-1:]
+        return header + own_line + lines[innermost : innermost + 2]
     start = len(lines) - 1
     first_message_line = final.message.split("\n", 1)[0]
     for index in range(len(lines) - 1, -1, -1):

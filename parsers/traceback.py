@@ -200,7 +200,11 @@ _IPYTHON_FRAME = re.compile(
     r"|(?P<old_file><ipython-input-[\w-]+>|\S.*?\.pyx?) in (?P<old_func>[\w<>.]+))"
 )
 _IPYTHON_ARROW = re.compile(r"^-*> ?\d+ ?(?P<code>.*)$")
-_IPYTHON_CONTEXT = re.compile(r"^\s+\d+(?: |$)|^-{20,}$")
+#: Context lines, rules, and the frames a notebook folded away: Colab's "6 frames" and IPython
+#: 8's "[... skipping hidden 1 frame]", after which the traceback goes on.
+_IPYTHON_CONTEXT = re.compile(
+    r"^\s+\d+(?: |$)|^-{20,}$|^\d+ frames?\s*$|^\[\.\.\. skipping hidden \d+ frames?\]\s*$"
+)
 
 
 def from_ipython(text: str) -> str:

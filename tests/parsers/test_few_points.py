@@ -326,3 +326,34 @@ def test_a_validation_loss_that_wobbles_once_is_not_overfitting() -> None:
         """
     )
     assert report.diagnoses == []
+
+
+def test_a_run_stopped_by_hand_with_no_error_is_a_probable_hang() -> None:
+    # fast-reid#212: a two-GPU launch printed its arguments and nothing more until Ctrl-C.
+    report = run_text(
+        """\
+        Command Line Args: Namespace(config_file='configs/bagtricks_R50-ibn.yml', num_gpus=2)
+        ^CTraceback (most recent call last):
+          File "./tools/train_net.py", line 67, in <module>
+            args=(args,),
+          File "./fastreid/engine/launch.py", line 68, in launch
+            daemon=False,
+        """
+    )
+    assert categories(report)[0] == "hang"
+    assert report.diagnoses[0].rule == "hang.interrupted_by_hand"
+    assert report.diagnoses[0].evidence[0].text.startswith("^CTraceback")
+
+
+def test_an_error_that_explains_the_stop_outranks_the_ctrl_c() -> None:
+    # The out-of-memory error is the cause; the Ctrl-C pressed afterwards is not.
+    report = run_text(
+        """\
+        Traceback (most recent call last):
+          File "train.py", line 40, in <module>
+            loss.backward()
+        torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.
+        ^C
+        """
+    )
+    assert categories(report)[0] == "cuda_oom"

@@ -129,6 +129,29 @@ def test_an_ipython_traceback_cut_before_its_message_keeps_the_name_its_header_g
     assert fact["code"] == "image, text = next(data_loader_iter)"
 
 
+def test_a_colab_traceback_goes_on_past_the_frames_it_folded() -> None:
+    # Colab folds library frames into "6 frames" (Lightning on a TPU, Lightning-AI#2735); the
+    # frames after the fold belong to the same traceback, and the header named the exception.
+    report = run_text(
+        """
+        KeyboardInterrupt                         Traceback (most recent call last)
+        <ipython-input-4-fd5234884739> in <module>()
+        ----> 6 trainer_1.fit(autoencoder_1, DataLoader(dataset_mnist_train))
+        6 frames
+        /usr/local/lib/python3.6/dist-packages/pytorch_lightning/trainer/trainer.py in fit(self, model)
+        --> 473         results = self.accelerator_backend.train()
+            474         self.accelerator_backend.teardown()
+        [... skipping hidden 1 frame]
+        /usr/local/lib/python3.6/dist-packages/torch/multiprocessing/spawn.py in join(self, timeout)
+        --> 77         ready = multiprocessing.connection.wait(
+        """
+    )
+    (fact,) = [f for f in report.facts if f["kind"] == "exception"]
+    assert fact["calls"] == "<module> fit join" and fact["qualname"] == "KeyboardInterrupt"
+    evidence = [line.text for line in report.diagnoses[0].evidence]
+    assert evidence[0].startswith("KeyboardInterrupt  ")  # the header names what was raised
+
+
 def test_a_windows_path_in_a_frame_keeps_its_backslashes() -> None:
     # pyparsing's quoted strings turn backslash-t and backslash-f into a tab and a form feed by default.
     report = run_text(
