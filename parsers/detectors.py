@@ -27,7 +27,7 @@ from .lines import LogLine
 
 TRIGGERS = {
     "loss_scale": (
-        r"(?i)Skipping step|loss scale already at minimum|Minimum loss scale reached"
+        r"(?i)Skipping step|loss scale already at minimum|Minimum loss scale reached|Grad scale is small"
         r"|gradient overflow|OVERFLOW!|Reducing dynamic loss scale"
         r"|(?:setting|reducing) loss scale to"
     ),
@@ -42,7 +42,7 @@ TRIGGERS = {
 _SCALE = re.compile(
     r"(?i)(?:reduced to|reducing to|(?:setting|reducing) loss scale to:?"
     r"|Minimum loss scale reached \("
-    r"|loss scale from \S+ to)\s*"
+    r"|loss scale from \S+ to|Grad scale is small:)\s*"
     r"(?P<scale>\d+(?:\.\d*)?(?:e[-+]?\d+)?)"
 )
 _AT_MINIMUM = re.compile(r"(?i)already at minimum|Minimum loss scale reached")
@@ -57,6 +57,9 @@ MIN_OVERFLOWS = 3
 #: below its start is 2**13 times smaller.
 _SMALL_START = re.compile(r"(?i)NOTE: overflow detected, setting loss scale to")
 COLLAPSED_SMALL_START = COLLAPSED_SCALE / 2**13
+#: Below this a scale has collapsed however few overflows were logged: every scaler's floor is
+#: above it (fairseq's default min_loss_scale is 1e-4; torch's, apex's and DeepSpeed's are 1).
+COLLAPSED_ON_SIGHT = 1e-3
 _WATCHED = ("loss", "grad_norm", "eval_loss")
 SERIES_CAPACITY = 2048
 #: Records of a stretch of zero learning rates kept to judge it.
@@ -366,7 +369,11 @@ class SeriesTracker:
             self._first_scale = scale
         threshold = COLLAPSED_SMALL_START if _SMALL_START.search(text) else COLLAPSED_SCALE
         collapsed = at_minimum or (
-            scale is not None and scale <= threshold and self._overflows >= MIN_OVERFLOWS
+            scale is not None
+            and (
+                scale < COLLAPSED_ON_SIGHT
+                or (scale <= threshold and self._overflows >= MIN_OVERFLOWS)
+            )
         )
         if not collapsed or "loss_scale" in self._reported:
             return []

@@ -39,6 +39,8 @@ _GLOG = r"^[EF]\d{4} \d\d:\d\d:\d\d"  # glog: E1123 12:00:00.123456  1234 file.c
 _RAY = r"\d [EF] \d+ \d+\]"  # ray's C++ logger: [... 15:02:00,117 E 135782 135782] ...
 #: c10's logger: [E ProcessGroupNCCL.cpp:455] ..., [E1123 04:24:50.496061 ProcessGroupNCCL.cpp:616] ...
 _C10 = r"\[[EF](?:\d{4} [\d:.]+)? [\w.]+:\d+\]"
+#: Omniverse Kit's and carb's logger (Isaac Sim, Isaac Lab): [Error] [gpu.foundation.plugin] ...
+_KIT = r"\[(?:Error|Fatal)\] (?:\[[\w.-]+\] ?)?"
 _NCCL_FAILURE = (
     r"(?i)NCCL WARN .{0,80}\b(?:fail\w*|error|invalid|abort\w*|duplicate|timed? ?out|unhandled"
     r"|refused|mismatch|unable|closed)"
@@ -52,12 +54,12 @@ _STRERROR = (
 )
 
 TRIGGERS: dict[str, str] = {
-    "error_level": rf"(?:^|[\s\[|(:]){_LEVEL}(?:[\s\]|:)-]|$)|{_GLOG}|{_RAY}|{_C10}",
+    "error_level": rf"(?:^|[\s\[|(:]){_LEVEL}(?:[\s\]|:)-]|$)|{_GLOG}|{_RAY}|{_C10}|{_KIT}",
     "error_in": r"\berror in [\w.:]+: ",
     "thc_check": r"THCudaCheck FAIL",
     "cxx_raised": r"Exception raised from \S+ at ",
     "nccl_warn_failure": _NCCL_FAILURE,
-    "compiler": r"(?:fatal error|error): [\w'\"/]",
+    "compiler": r"(?:fatal error|\berror): [\w'\"/]",  # not dlopen's "dlerror: "
     # NCCL traces a failing call's way out at INFO level, one ``file:line -> code`` per frame.
     "nccl_trace": r"NCCL INFO [\w/.]+\.(?:cc|h|cu):\d+ -> [1-6]\b",
     # A tool's perror(3): ``prog: what it tried: strerror``, printed by sox, tar, ffmpeg, a shell.
@@ -91,7 +93,7 @@ _NCCL_RESULTS = {
 
 _COMPILED = {name: re.compile(rx) for name, rx in TRIGGERS.items()}
 _LEVEL_MESSAGE = re.compile(rf"{_LEVEL}\W{{0,4}}(?:[\w.]+:\d*\s*-*\s*)?(?P<message>.*)")
-_TRAILING_LEVEL = re.compile(rf"(?:{_GLOG}[^\]]*\]|{_RAY}|{_C10})\s*(?P<message>.*)")
+_TRAILING_LEVEL = re.compile(rf"(?:{_GLOG}[^\]]*\]|{_RAY}|{_C10}|{_KIT})\s*(?P<message>.*)")
 #: Routine lines that carry the word: a run that prints its error count, a retry it survived.
 _ROUTINE = re.compile(r"(?i)\b(?:0 errors?|no errors?|errors?: 0|warn(?:ing)?:|retry|retrying)\b")
 _DETAIL_CHARS = 1000

@@ -33,14 +33,19 @@ from .base import Draft, never_raises
 
 #: Lines that may hold an exception without a traceback (read by the extractor, not by parse).
 EXCEPTION_TRIGGERS: dict[str, str] = {
-    "exception_line": r"[A-Za-z0-9_](?:Error|Exception|Interrupt|Failure|Fault)\b",
+    "exception_line": (
+        r"[A-Za-z0-9_](?:Error|Exception|Interrupt|Failure|Fault)\b"
+        r"|\.(?:exc|exceptions|errors)\.[A-Z]\w*:"
+    ),
     "exception_plain": r"(?:^|[^\w.])Exception: ",
     "cxx_terminate": r"terminate called after throwing an instance of",
     "cxx_what": r"what\(\): ",
-    "exception_ignored": r"Exception ignored in",
+    "exception_ignored": r"Exception ignored in|Found from :\s*$",
 }
-#: Python's own word that the traceback after it was printed and ignored (``__del__``, atexit).
-IGNORED = re.compile(r"\s*Exception ignored in\b")
+#: The stack after this line is no error: Python's word that the traceback was printed and
+#: ignored (``__del__``, atexit), or Inductor's note of where a graph came from ("skipping
+#: cudagraphs due to cpu device (cat_1). Found from :") before the frames it quotes.
+IGNORED = re.compile(r"\s*Exception ignored in\b|.*\bFound from :\s*$")
 
 # Each wording once: the prefilter's trigger and the parser's regex are built from it.
 _CORE_SIGNAL = (
@@ -69,8 +74,11 @@ TRIGGERS: dict[str, str] = {
     "exit_code": f"(?i){_EXIT_WORDS}",
 }
 
+#: An exception's name ends in Error, Exception...; or it is any class of a module that holds
+#: exceptions (``torch._dynamo.exc.Unsupported``, ``torch._dynamo.exc.FailOnRecompileLimitHit``).
 _QUALNAME = (
-    r"(?:[A-Za-z_]\w*(?:\.|::))*(?:_?[A-Z]\w*(?:Error|Exception|Interrupt|Failure|Fault)|Exception)"
+    r"(?:(?:[A-Za-z_]\w*(?:\.|::))*(?:_?[A-Z]\w*(?:Error|Exception|Interrupt|Failure|Fault)|Exception)"
+    r"|(?:[A-Za-z_]\w*\.)*(?:exc|exceptions|errors)\.[A-Z]\w*)"
 )
 _BARE = re.compile(
     # Ray wraps the error a task raised: ``ray.exceptions.RayTaskError(OutOfMemoryError): ...``.

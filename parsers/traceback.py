@@ -362,8 +362,9 @@ def parse_block(lines: list[str]) -> Traceback | None:
         frames = []
         handling = False
     if not exceptions:
-        if not frames:
+        if not frames and not any(text.strip() == START for text in lines):
             return None
+        # Cut before its exception line, or even before its first frame: still an exception.
         return Traceback(ExceptionInfo("", "", frames, cut=True), [], omitted)
     return Traceback(exceptions[-1], exceptions[:-1], omitted)
 
@@ -483,8 +484,6 @@ class TracebackCollector:
     def finish(self) -> list[str] | None:
         """End the block now (end of input, or a bound reached) and return its lines."""
         kept, self.lines, self.state = self.lines, HeadTail(), "idle"
-        if len(kept) == 1 and kept.head[0].strip() == START:
-            return None  # a header with nothing after it
         tail = list(kept.tail)
         lines_omitted, frames_omitted = kept.omitted_count, self._omitted_frames
         if lines_omitted:

@@ -58,6 +58,16 @@ def test_loss_scale_collapse() -> None:
     assert drafts[0].fields["scale"] == 8
 
 
+def test_a_scale_below_every_scalers_floor_has_collapsed_at_first_sight() -> None:
+    # icefall warns once per rank (k2-fsa/icefall#1463); 1e-26 is below any scaler's minimum.
+    tracker = SeriesTracker()
+    drafts = tracker.loss_scale(
+        "2024-01-14 01:03:00,826 WARNING [train.py:1057] (2/4) Grad scale is small: 1.29e-26"
+    )
+    assert drafts[0].kind == "loss_scale_collapse" and drafts[0].fields["scale"] == 1.29e-26
+    assert SeriesTracker().loss_scale("Grad scale is small: 0.5") == []
+
+
 def test_at_minimum_message() -> None:
     tracker = SeriesTracker()
     drafts = tracker.loss_scale(

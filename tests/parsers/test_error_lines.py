@@ -59,6 +59,12 @@ from crashcart.parsers import error_lines
             "compiler",
             "cuda_runtime.h: No such file or directory",
         ),
+        (  # Omniverse Kit's logger in Isaac Sim / Isaac Lab (IsaacLab#4244)
+            "2025-12-18T08:52:52Z [8,385ms] [Error] [gpu.foundation.plugin] The currently installed"
+            " NVIDIA graphics driver is unsupported or has known issues.",
+            "error_level",
+            "The currently installed NVIDIA graphics driver is unsupported or has known issues.",
+        ),
     ],
 )
 def test_error_line_forms(line: str, signature: str, message: str) -> None:
@@ -82,6 +88,10 @@ def test_error_line_forms(line: str, signature: str, message: str) -> None:
         "node1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
         "g3:1:1 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so:"
         " cannot open shared object file: No such file or directory",
+        # dlopen's "dlerror: " is no compiler error: TensorFlow probing for an optional library.
+        "2022-04-29 10:30:55.950484: W tensorflow/stream_executor/platform/default/dso_loader.cc:64]"
+        " Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot"
+        " open shared object file",
     ],
 )
 def test_not_error_lines(line: str) -> None:

@@ -34,6 +34,10 @@ from tests.conftest import categories, run_text
             "ray.exceptions.RayTaskError(RuntimeError): ray::TrainTrainable.train() (pid=1876)",
             "ray.exceptions.RayTaskError(RuntimeError): ray::TrainTrainable.train() (pid=1876)",
         ),
+        (  # a class of a module of exceptions, whatever its name ends with (dion#23)
+            "torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True.",
+            "torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True.",
+        ),
     ],
 )
 def test_an_exception_line_standing_alone_is_read(line: str, expected: str) -> None:
@@ -48,6 +52,7 @@ def test_an_exception_line_standing_alone_is_read(line: str, expected: str) -> N
         "UserWarning: this will be an error in 2.0",
         "WARNING: caught ValueError: retrying",
         "we handle RuntimeError gracefully",
+        "see torch._dynamo.exc for the Unsupported cases",
     ],
 )
 def test_code_warnings_and_prose_are_not_exceptions(line: str) -> None:

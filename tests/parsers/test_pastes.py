@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from crashcart.parsers.lines import peel
 from crashcart.parsers.traceback import from_ipython, unbox
 from tests.conftest import categories, run_text
@@ -150,6 +152,54 @@ def test_a_colab_traceback_goes_on_past_the_frames_it_folded() -> None:
     assert fact["calls"] == "<module> fit join" and fact["qualname"] == "KeyboardInterrupt"
     evidence = [line.text for line in report.diagnoses[0].evidence]
     assert evidence[0].startswith("KeyboardInterrupt  ")  # the header names what was raised
+
+
+def test_a_stack_that_inductor_quotes_under_a_warning_is_no_exception() -> None:
+    # Ultralytics under torch.compile (ultralytics#21975): "Found from :" and the frames of the
+    # graph's origin, in a run that trained fine.
+    report = run_text(
+        """\
+        skipping cudagraphs due to skipping cudagraphs due to cpu device (cat_1). Found from :
+           File "/usr/lib/python3.12/site-packages/ultralytics/utils/loss.py", line 258, in __call__
+            imgsz = torch.tensor(feats[0].shape[2:], device=self.device, dtype=dtype)
+        """
+    )
+    assert report.diagnoses == []
+
+
+def test_a_traceback_cut_right_after_its_header_is_never_silent() -> None:
+    # sd-scripts: the paste ends on the header of the traceback that followed the message.
+    report = run_text(
+        """\
+        Load dataset config from Z:\\LORA\\dataset.toml
+        Invalid user config
+        Traceback (most recent call last):
+        """
+    )
+    assert categories(report) == ["unrecognised"]
+    assert report.diagnoses[0].evidence[0].text == "Traceback (most recent call last):"
+
+
+@pytest.mark.parametrize(
+    ("message", "category"),
+    [
+        # torch.distributions' checks fail on NaN parameters (unitree_rl_lab#20)
+        ("RuntimeError: normal expects all elements of std >= 0.0", "nan_loss"),
+        # Ray's old memory monitor (ray-project/ray#4877): the node's RAM, not the GPU's
+        (
+            "ray.memory_monitor.RayOutOfMemoryError: More than 95% of the memory on node Local"
+            " is used (15.98 / 16.82 GB).",
+            "host_oom",
+        ),
+        # Isaac Gym's bindings for another Python (legged_gym#21)
+        (
+            "RuntimeError: No gym module found for the active version of Python (3.8)",
+            "import_error",
+        ),
+    ],
+)
+def test_the_words_of_a_message_name_its_category(message: str, category: str) -> None:
+    assert categories(run_text(message + "\n"))[0] == category
 
 
 def test_a_windows_path_in_a_frame_keeps_its_backslashes() -> None:
