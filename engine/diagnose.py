@@ -127,6 +127,9 @@ class Diagnoser:
     def _record(self, firings: list[Firing]) -> list[Hypothesis]:
         touched = []
         for firing in firings:
+            if firing.veto:
+                self._withdraw(firing)
+                continue
             facts = [self.facts[i] for i in firing.fact_ids if i in self.facts]
             if not facts:
                 continue
@@ -134,6 +137,16 @@ class Diagnoser:
             hypothesis.matches.append(facts)
             touched.append(hypothesis)
         return touched
+
+    def _withdraw(self, veto: Firing) -> None:
+        """Drop the match a veto names: a fact its rule's ``none`` forbids came after it."""
+        hypothesis = self.hypotheses.get(veto.rule.id)
+        if hypothesis is None:
+            return
+        vetoed = set(veto.fact_ids)
+        hypothesis.matches = [m for m in hypothesis.matches if {f.seq for f in m} != vetoed]
+        if not hypothesis.matches:
+            del self.hypotheses[veto.rule.id]
 
     def retract(self, kind: str) -> bool:
         """Withdraw every fact of ``kind`` and the hypotheses built on them (a live suspicion

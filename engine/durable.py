@@ -156,8 +156,20 @@ def _condition(rule: Rule, condition: Condition, first: str | None) -> dict[str,
     return {"$and": tests} if len(tests) > 1 else tests[0]
 
 
-def compile_rule(rule: Rule, action: Callable[[Any], None]) -> dict[str, dict[str, Any]]:
-    """Compile one rule into durable-rules rules (an ``any`` becomes one rule per branch)."""
+#: The condition name under which a veto rule matches the fact that a ``none`` forbids.
+VETO = "vetoed_by"
+
+
+def compile_rule(
+    rule: Rule, action: Callable[[Any], None], veto: Callable[[Any], None] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Compile one rule into durable-rules rules (an ``any`` becomes one rule per branch).
+
+    The engine tests a ``none`` condition only when the positive facts arrive; a forbidden fact
+    that comes later must still undo the match ("no such fact in the run"). So each ``none``
+    condition also compiles to a veto rule (the positives and that fact, in any order), whose
+    ``veto`` action withdraws the match.
+    """
     branches = [[*rule.all, alternative] for alternative in rule.any] or [list(rule.all)]
     compiled = {}
     for index, positives in enumerate(branches):
@@ -169,6 +181,9 @@ def compile_rule(rule: Rule, action: Callable[[Any], None]) -> dict[str, dict[st
         compiled[f"{rule.id}#{index}"] = {"all": items, "run": action}
         if positives[0].count > 1:  # "at least N such facts" (the loader allows it alone)
             compiled[f"{rule.id}#{index}"]["count"] = positives[0].count
+        for number, forbidden in enumerate(rule.none if veto else []):
+            joined = [*items[: len(positives)], {VETO: _condition(rule, forbidden, first)}]
+            compiled[f"{rule.id}#{index}!{number}"] = {"all": joined, "run": veto}
     return compiled
 
 
@@ -182,6 +197,8 @@ class Firing:
 
     rule: Rule
     fact_ids: list[int]
+    #: A fact the rule's ``none`` forbids came after this match: withdraw it.
+    veto: bool = False
 
 
 class RuleSession:
@@ -230,7 +247,9 @@ class RuleSession:
             definition: dict[str, Any] = {}
             kinds: set[str] = set()
             for rule in rules[start : start + RULES_PER_SET]:
-                definition.update(compile_rule(rule, self._action(rule)))
+                definition.update(
+                    compile_rule(rule, self._action(rule), self._action(rule, veto=True))
+                )
                 self._set_of_rule[rule.id] = name
                 kinds.update(condition.fact for condition in rule.conditions)
             for kind in sorted(kinds):
@@ -255,7 +274,7 @@ class RuleSession:
             if sid not in self._free_sids:
                 self._free_sids.append(sid)
 
-    def _action(self, rule: Rule) -> Callable[[Any], None]:
+    def _action(self, rule: Rule, veto: bool = False) -> Callable[[Any], None]:
         def fired(closure: Any) -> None:
             ids = []
             batch = closure.__dict__.get("m")  # a counted rule fires with a list of matches
@@ -266,7 +285,7 @@ class RuleSession:
                 if matched is not None:
                     ids.append(int(matched["id"]))
             with self._lock:
-                self._firings.setdefault(str(closure.s.sid), []).append(Firing(rule, ids))
+                self._firings.setdefault(str(closure.s.sid), []).append(Firing(rule, ids, veto))
 
         return fired
 

@@ -669,7 +669,7 @@ class Extractor:
     def _open_bare_exception(self, state: _SourceState, line: LogLine) -> bool:
         """Open a frameless block at an exception line that stands without a traceback (see
         :mod:`.failure`); True if the line was one."""
-        if failure.IGNORED.match(line.text):
+        if failure.IGNORED.search(line.text):
             state.ignored_until = state.lineno + 2
             return False
         thrown = failure.cxx_exception(line.text)

@@ -45,7 +45,7 @@ EXCEPTION_TRIGGERS: dict[str, str] = {
 #: The stack after this line is no error: Python's word that the traceback was printed and
 #: ignored (``__del__``, atexit), or Inductor's note of where a graph came from ("skipping
 #: cudagraphs due to cpu device (cat_1). Found from :") before the frames it quotes.
-IGNORED = re.compile(r"\s*Exception ignored in\b|.*\bFound from :\s*$")
+IGNORED = re.compile(r"^\s*Exception ignored in\b|\bFound from :\s*$")
 
 # Each wording once: the prefilter's trigger and the parser's regex are built from it.
 _CORE_SIGNAL = (

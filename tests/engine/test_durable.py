@@ -79,7 +79,8 @@ def fact(seq: int, kind: str, **fields: object) -> dict:
 
 
 def fired(firings: list) -> list[str]:
-    return sorted(f.rule.id for f in firings)
+    """The rules that matched (not the vetoes that withdraw a match)."""
+    return sorted(f.rule.id for f in firings if not f.veto)
 
 
 def test_numeric_and_membership_conditions(tmp_path: Path) -> None:
@@ -108,6 +109,20 @@ def test_absence_condition(tmp_path: Path) -> None:
     assert "cuda_oom.without_alloc_conf" not in fired(
         rules.assert_fact(fact(2, "cuda_oom", requested_gib=1.0))
     )
+
+
+def test_a_forbidden_fact_that_comes_later_withdraws_the_match(tmp_path: Path) -> None:
+    # "none" means no such fact in the run, not "none yet": the engine's own absence test only
+    # sees the facts asserted before the positives, so a veto rule reports the later one.
+    rules = session(tmp_path)
+    matched = rules.assert_fact(fact(1, "cuda_oom", requested_gib=1.0))
+    assert [(f.rule.id, f.fact_ids, f.veto) for f in matched] == [
+        ("cuda_oom.without_alloc_conf", [1], False)
+    ]
+    vetoes = rules.assert_fact(fact(2, "config", key="alloc_conf", value="expandable_segments"))
+    assert [(f.rule.id, f.fact_ids, f.veto) for f in vetoes] == [
+        ("cuda_oom.without_alloc_conf", [1], True)
+    ]
 
 
 def test_facts_no_rule_wants_are_not_errors(tmp_path: Path) -> None:

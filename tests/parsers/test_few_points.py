@@ -357,3 +357,18 @@ def test_an_error_that_explains_the_stop_outranks_the_ctrl_c() -> None:
         """
     )
     assert categories(report)[0] == "cuda_oom"
+
+
+def test_a_launcher_killing_ranks_after_a_python_error_is_not_a_silent_kill() -> None:
+    # DeepSpeed's launcher kills the other ranks whatever the cause; only when no rank printed
+    # an error is the dead one a silent (OOM-killer) kill. The error here is printed first.
+    report = run_text(
+        """\
+        Traceback (most recent call last):
+          File "train.py", line 3, in <module>
+            main()
+        ValueError: boom
+        [2023-08-22 11:46:23,766] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 3211
+        """
+    )
+    assert categories(report) == ["unrecognised"]
