@@ -165,6 +165,13 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "rise_ratio": "last finite value / best value (>= 2: it was diverging)",
         "persisted": "true when it stayed non-finite (two records in a row, or to the log's end)",
     },
+    "printed_nan": {
+        "form": "tensor (a printed tensor of NaN) | number (bare nan lines)",
+        "lines": "lines of printed NaN seen when it was reported",
+        "text": "the last of them",
+        "points_before": "metric lines read before it",
+        "step": "the last step logged before it",
+    },
     "loss_scale_collapse": {
         "overflows": "overflow/skip messages seen",
         "scale": "loss scale reached",

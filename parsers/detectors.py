@@ -37,6 +37,12 @@ TRIGGERS = {
         r"(?i)\bKeyboardInterrupt\b|received signal (?:15|2)\b|(?:received|got|caught) SIG(?:TERM|INT)\b"
         r"|exit(?:ed with)? (?:code|status)[: ]+(?:143|130)\b"
     ),
+    # Values printed with print(): a tensor (or one row of it) that is all NaN, or a line that
+    # is only ``nan`` (print(loss.item())). Real logs print nothing else that way.
+    "printed_nan": (
+        r"(?i)^[ \t]*(?:tensor\([ \t]*)?\[+[ \t]*nan(?:,[ \t]*(?:nan|\.\.\.))+[ \t]*(?:\]|,[ \t]*$)"
+        r"|^[ \t]*nan[ \t]*$"
+    ),
 }
 
 _SCALE = re.compile(
@@ -61,6 +67,13 @@ COLLAPSED_SMALL_START = COLLAPSED_SCALE / 2**13
 #: above it (fairseq's default min_loss_scale is 1e-4; torch's, apex's and DeepSpeed's are 1).
 COLLAPSED_ON_SIGHT = 1e-3
 _WATCHED = ("loss", "grad_norm", "eval_loss")
+#: Bare ``nan`` lines it takes to say the run's printed values went NaN (one may be anything);
+#: a printed tensor of NaN says it at once.
+PRINTED_NAN_LINES = 3
+_TENSOR_OF_NAN = re.compile(r"(?i)\[[ \t]*nan[ \t]*,")
+# The module's triggers share one prefilter bit: each handler checks its own line again.
+STOPPED = re.compile(TRIGGERS["stopped"])
+PRINTED_NAN = re.compile(TRIGGERS["printed_nan"], re.MULTILINE)
 SERIES_CAPACITY = 2048
 #: Records of a stretch of zero learning rates kept to judge it.
 LR_ZERO_KEPT = 2048
@@ -132,6 +145,7 @@ class SeriesTracker:
         self._first_seen: dict[int, str] = {}
         self._overflows = 0
         self._first_scale: float | None = None
+        self._printed_nan: list[LogLine] = []
         self._nonfinite_streak: Counter[str] = Counter()
         self._persisted: set[str] = set()
         self._last_nonfinite: dict[str, tuple[float, LogLine | None]] = {}
@@ -356,6 +370,29 @@ class SeriesTracker:
         if self.last_step is not None:
             fields["step"] = int(self.last_step)
         return [Draft("loss_scale_collapse", fields)]
+
+    def printed_nan(self, line: LogLine) -> list[tuple[Draft, list[LogLine]]]:
+        """Read a line of printed NaN values (see TRIGGERS["printed_nan"]); return a draft with
+        its evidence once they show the run computing NaN: a tensor of NaN at once, bare
+        ``nan`` lines from the third."""
+        if "printed_nan" in self._reported:
+            return []
+        self._printed_nan.append(line)
+        tensor = _TENSOR_OF_NAN.search(line.text) is not None
+        if not tensor and len(self._printed_nan) < PRINTED_NAN_LINES:
+            return []
+        self._reported.add("printed_nan")
+        fields: dict[str, object] = {
+            "form": "tensor" if tensor else "number",
+            "text": line.text.strip()[:200],
+            "points_before": self.points,
+        }
+        if len(self._printed_nan) > 1:
+            fields["lines"] = len(self._printed_nan)
+        if self.last_step is not None:
+            fields["step"] = int(self.last_step)
+        evidence, self._printed_nan = self._printed_nan, []
+        return [(Draft("printed_nan", fields), evidence)]
 
     def loss_scale(self, text: str) -> list[Draft]:
         """Read a loss-scale message; return a draft once the scale has collapsed."""

@@ -648,11 +648,14 @@ class Extractor:
                 if found:
                     for draft in self.series.observe(found, line, seconds):
                         out.append(Finding(draft, [line], line.rank))
-        if mask & bits.stopped:
+        if mask & bits.stopped and detectors.STOPPED.search(line.text):
             self.series.stopped = True
         if mask & bits.loss_scale:
             for draft in self.series.loss_scale(line.text):
                 out.append(Finding(draft, [line], line.rank))
+        if mask & bits.printed_nan and detectors.PRINTED_NAN.search(line.text):
+            for draft, evidence in self.series.printed_nan(line):
+                out.append(Finding(draft, evidence, line.rank))
         if mask & bits.config:
             self._config(line, out)
         if mask & bits.messages:
@@ -965,6 +968,7 @@ class _BitMap:
         self.metrics |= self.sampled_metrics
         self.loss_scale = mask("detectors", ["loss_scale"])
         self.stopped = mask("detectors", ["stopped"])
+        self.printed_nan = mask("detectors", ["printed_nan"])
         self.config = mask("config", CONFIG_TRIGGERS)
         self.records = self.traceback | self.metrics | self.config
         self.attempts = mask("attempts", attempts.TRIGGERS)

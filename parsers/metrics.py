@@ -28,12 +28,12 @@ from collections.abc import Iterator
 
 TRIGGERS = {
     # Non-finite values are rare and must never be sampled away: the main prefilter finds them.
-    "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm|gnorm|xent)(?:[ _](?:total|sum|avg|mean))?['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*[-+]?(?:nan|inf)",
+    "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm|gnorm|xent)(?:[ _](?:total|sum|avg|mean))?['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*(?:tensor\()?[-+]?(?:nan|inf)",
 }
 #: What makes a line a metric line. Metric lines can be half of a log, so they are not part of
 #: the main prefilter: a run's first ones are all found, later ones sampled (see extract.py).
 METRIC_TRIGGERS = {
-    "metric_loss": r"(?i)loss(?:[ _](?:total|sum|avg|mean))?['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*[-+]?(?:\d|\.\d|nan|inf)",
+    "metric_loss": r"(?i)loss(?:[ _](?:total|sum|avg|mean))?['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*(?:tensor\()?[-+]?(?:\d|\.\d|nan|inf)",
     "metric_grad_norm": r"(?i)(?:grad[_ ]norm|gnorm)['\"]?\s*[:=]?\s*['\"]?[-+]?(?:\d|nan|inf)",
     # OpenNMT's ``ppl: 55.22; xent: 4.01``: perplexity and cross-entropy are its loss.
     "metric_ppl": r"(?i)\b(?:ppl|xent)\s*[:=]\s*\d",
@@ -174,7 +174,8 @@ def _trie(words: list[str]) -> str:
 _KEYS = _trie(sorted(_CANONICAL))
 _NOT_TRAINING = re.compile(r"(?:^|[\s_/.-])(?:val|valid|validation|eval|test|dev)(?:$|[\s_/.-])")
 _PAIR_TAIL = (
-    r"""['"]?(?:\s{0,32}[:=]\s{0,32}|\s{1,32}is\s{1,32}|\s{1,32})(?:\[\s{0,32})?['"]?"""
+    # A value printed as a tensor counts as its number: ``loss = tensor(inf, device='cuda:0')``.
+    r"""['"]?(?:\s{0,32}[:=]\s{0,32}|\s{1,32}is\s{1,32}|\s{1,32})(?:\[\s{0,32}|tensor\()?['"]?"""
     rf"""(?P<value>{_NUMBER})"""
 )
 _PAIR = re.compile(rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS}|{_NAMED_LOSS_KEY}){_PAIR_TAIL}""")

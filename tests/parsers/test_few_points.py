@@ -372,3 +372,51 @@ def test_a_launcher_killing_ranks_after_a_python_error_is_not_a_silent_kill() ->
         """
     )
     assert categories(report) == ["unrecognised"]
+
+
+def test_a_tensor_printed_full_of_nan_is_nan_loss() -> None:
+    # speechbrain#2031: the user printed the wav2vec2 parameters after a few steps.
+    report = run_text(
+        """\
+        speechbrain.core - Info: auto_mix_prec arg from hparam file is used
+        tensor([nan, nan, nan,  ..., nan, nan, nan], device='cuda:0',
+               requires_grad=True)
+        """
+    )
+    assert categories(report) == ["nan_loss"]
+    assert report.diagnoses[0].rule == "nan_loss.printed_values"
+    assert report.diagnoses[0].evidence[0].text.startswith("tensor([nan, nan")
+
+
+def test_bare_nan_lines_are_a_printed_nan_loss_from_the_third() -> None:
+    # AuxiliaryASR#7: print(loss.item()) under a progress bar, every batch.
+    two = "[train]:   0%|          | 0/5 [00:00<?, ?it/s]\nnan\nnan\n"
+    assert "nan_loss" not in categories(run_text(two))
+    report = run_text(two + "nan\nnan\n")
+    assert categories(report) == ["nan_loss"]
+    assert [line.text for line in report.diagnoses[0].evidence] == ["nan", "nan", "nan"]
+
+
+def test_a_mask_row_of_inf_or_a_mixed_tensor_is_not_printed_nan() -> None:
+    report = run_text(
+        """\
+        tensor([[0., -inf, -inf],
+                [0., 0., -inf]])
+        tensor([nan, 0.5000, 1.2000])
+        step 1 loss 2.31
+        """
+    )
+    assert report.diagnoses == []
+
+
+def test_a_loss_printed_as_a_tensor_is_read_as_its_number() -> None:
+    # FOTS#8, traced with PySnooper: the loss is a printed tensor.
+    report = run_text(
+        """\
+            Modified var:.. reg_loss = tensor(0.8213, device='cuda:0', grad_fn=<MeanBackward1>)
+            Modified var:.. loss = tensor(1.4421, device='cuda:0', grad_fn=<AddBackward0>)
+            Modified var:.. reg_loss = tensor(inf, device='cuda:0', grad_fn=<MeanBackward1>)
+            Modified var:.. loss = tensor(inf, device='cuda:0', grad_fn=<AddBackward0>)
+        """
+    )
+    assert categories(report) == ["nan_loss"]
