@@ -90,6 +90,12 @@ _MEMORY_UNITS = {"k": 1 / 2**20, "m": 1 / 2**10, "g": 1.0, "t": 1024.0}
 _PLAIN_STEP = re.compile(
     r"(?i)\b(?:global[_ ]step|step|iteration|iter)\s{0,32}[:=]?\s{0,32}(?P<step>\d+)\b"
 )
+#: A bracketed counter, the step of torchvision's MetricLogger and of the ImageNet example
+#: (``Epoch: [0]  [ 100/1000]``, ``Epoch: [1][  21/1424]``, mmcv's ``Epoch [3][50/12414]``);
+#: one right after "epoch" counts epochs (``Epoch [2/10]``) and is skipped.
+_BRACKET_STEP = re.compile(
+    r"(?i)(?P<epoch>epoch\W{0,4})?\[\s{0,8}(?P<step>\d+)\s{0,8}/\s{0,8}(?P<total>\d+)\s{0,8}\]"
+)
 
 _CANONICAL = {
     "loss": "loss",
@@ -316,6 +322,8 @@ def parse_metrics(text: str) -> dict[str, float]:
         plain = None
         if progress is None and ("step" in lowered or "iter" in lowered):
             plain = _PLAIN_STEP.search(text)
+        if progress is None and plain is None and "/" in text and "[" in text:
+            progress = _bracket_step(text)
         written = progress["step"] if progress else plain.group(1) if plain else None
         step = _finite(written) if written is not None else None
         if step is not None:
@@ -324,6 +332,14 @@ def parse_metrics(text: str) -> dict[str, float]:
     if found.keys() <= _NOT_A_MEASURE:
         return {}
     return found
+
+
+def _bracket_step(text: str) -> re.Match[str] | None:
+    """The first bracketed ``[step/total]`` counter of ``text`` that does not count epochs."""
+    for found in _BRACKET_STEP.finditer(text):
+        if found["epoch"] is None:
+            return found
+    return None
 
 
 #: The ASCII characters _number_start passes over: digits, the dot, and str.isspace's.

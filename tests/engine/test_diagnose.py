@@ -121,3 +121,21 @@ def test_a_divisibility_complaint_is_a_config_error_whatever_its_exception_type(
     # Megatron's parallel_state under NeMo on one GPU (NVIDIA/NeMo#11480).
     report = run_text("RuntimeError: world_size (1) is not divisible by 2\n")
     assert report.diagnoses[0].rule == "config_error.invalid_value"
+
+
+def test_torchrun_given_sighup_is_a_session_that_closed_in_every_wording() -> None:
+    # torch 2.4+ names the signal; Qwen3-VL#1933 shows the older number under a progress bar.
+    for line in (
+        "W1215 23:37:18.348000 762532 torch/distributed/elastic/agent/server/api.py:723] "
+        "Received 1 death signal, shutting down workers",
+        "Received Signals.SIGHUP death signal, shutting down workers",
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4015698 got "
+        "signal: 1",
+    ):
+        report = run_text(f" 51%|#####     | 105/205 [47:23<47:05, 28.25s/it]\n{line}\n")
+        assert report.diagnoses[0].rule == "preemption.hangup", line
+
+
+def test_torchrun_given_sigterm_is_stopped_from_outside() -> None:
+    report = run_text("Received Signals.SIGTERM death signal, shutting down workers\n")
+    assert report.diagnoses[0].rule == "preemption.sigterm"

@@ -420,3 +420,16 @@ def test_a_loss_printed_as_a_tensor_is_read_as_its_number() -> None:
         """
     )
     assert categories(report) == ["nan_loss"]
+
+
+def test_a_loss_frozen_under_torchvisions_metric_logger_is_a_plateau() -> None:
+    # MiniGPT-4#67: the same loss at every logged iteration of one epoch. The iterations in
+    # brackets tell the records apart (the epoch alone would make them one record).
+    lines = "".join(
+        f"Train: data epoch: [0]  [{step}/5000]  eta: 0:08:37  lr: 0.000029  loss: 10.3750  "
+        f"time: 0.4920  data: 0.0000  max mem: 43374\n"
+        for step in range(3950, 4450, 50)
+    )
+    report = run_text(lines)
+    assert categories(report) == ["loss_plateau"]
+    assert report.diagnoses[0].rule == "loss_plateau.frozen"
