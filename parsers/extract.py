@@ -798,7 +798,11 @@ class Extractor:
             reversed(lines[max(0, end - waits.TAIL_LINES) : end]), back_from
         ):
             shown = [part for part in raw.split(b"\r") if part.strip()]
-            if shown and waits.AT_ZERO.search(shown[-1]):
+            at_zero = waits.AT_ZERO.search(shown[-1]) if shown else None
+            if at_zero is not None:
+                after = [shown[-1][at_zero.end() :], *lines[len(lines) - back : end]]
+                if any(waits.FAILED_AFTER.search(text) for text in after):
+                    return None
                 line = make_line(state.name, state.lineno - back, raw, state.default_rank)
                 return line, "progress_at_zero"
         return None

@@ -40,6 +40,9 @@ EXCEPTION_TRIGGERS: dict[str, str] = {
     "exception_plain": r"(?:^|[^\w.])Exception: ",
     "cxx_terminate": r"terminate called after throwing an instance of",
     "cxx_what": r"what\(\): ",
+    # macOS's C++ runtime says it in one line: "libc++abi: terminating with uncaught exception
+    # of type std::length_error: vector" (then the shell's "Abort trap: 6").
+    "cxx_libcxxabi": r"terminating with uncaught exception of type ",
     "exception_ignored": r"Exception ignored in|Found from :\s*$",
 }
 #: The stack after this line is no error: Python's word that the traceback was printed and
@@ -49,8 +52,8 @@ IGNORED = re.compile(r"^\s*Exception ignored in\b|\bFound from :\s*$")
 
 # Each wording once: the prefilter's trigger and the parser's regex are built from it.
 _CORE_SIGNAL = (
-    r"(segmentation fault|bus error|aborted|floating point exception|illegal instruction)"
-    r"(?: \(core dumped\))?"
+    r"(segmentation fault|bus error|aborted|abort trap|floating point exception|illegal instruction)"
+    r"(?: \(core dumped\)|: \d+)?"  # macOS's shell: "Abort trap: 6"
 )
 _SHELL = r"\[\d+\]\s+\d+ (killed|segmentation fault|abort|bus error)\s"
 _HANDLER = r"\] Signal: [A-Z][a-z][\w ]* \((\d+)\)"
@@ -95,12 +98,16 @@ _MAX_PREAMBLE = 120
 _NOT_AN_ERROR = re.compile(r"(?i)warn|\braise\b|\bexcept\b|\bcatch|\bignor|\bhandl|\bretry")
 _CXX_TYPE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
 _CXX_WHAT = re.compile(r"^\s*what\(\):\s*(?P<message>.*)$")
+_LIBCXXABI = re.compile(
+    r"terminating with uncaught exception of type (?P<type>[\w:<>, ]+?)(?:: (?P<message>.*))?$"
+)
 
 _SIGNAL_NAMES = {
     "segmentation fault": "SIGSEGV",
     "bus error": "SIGBUS",
     "aborted": "SIGABRT",
     "abort": "SIGABRT",
+    "abort trap": "SIGABRT",
     "floating point exception": "SIGFPE",
     "illegal instruction": "SIGILL",
     "killed": "SIGKILL",
@@ -117,6 +124,10 @@ _MPI_RANK = re.compile(r"\bprocess rank (\d+) with PID\b")
 def bare_exception(text: str) -> str | None:
     """``Type: message`` when ``text`` (a peeled line) is an exception line standing on its own,
     else ``None``; a logger's preamble is dropped, a warning or a line of code is not one."""
+    libcxxabi = _LIBCXXABI.search(text[:2000])
+    if libcxxabi is not None:
+        message = (libcxxabi["message"] or "").strip()
+        return f"{libcxxabi['type']}: {message}" if message else libcxxabi["type"]
     match = _BARE.search(text[:2000])
     if match is None:
         return None

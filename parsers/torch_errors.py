@@ -58,8 +58,12 @@ TRIGGERS: dict[str, str] = {
     "requires_grad_differentiated": r"One of the differentiated Tensors does not require grad",
     "cublas_status": r"CUBLAS_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR|NOT_INITIALIZED"
     r"|INVALID_VALUE|NOT_SUPPORTED|ARCH_MISMATCH|MAPPING_ERROR|LICENSE_ERROR)",
-    "cuda_error": r"(?:CUDA|HIP) error: [a-z]",
-    "hip_error_name": r"hipError(?:NoBinaryForGpu|InvalidDeviceFunction|IllegalAddress|LaunchFailure)",
+    # torch's ``CUDA error: ...``, and the check macro of CUDA code outside torch (a custom
+    # kernel, a GNN sampler): ``GPUassert: an illegal memory access was encountered file.cu 458``.
+    "cuda_error": r"(?:CUDA|HIP) error: [a-z]|GPUassert: [a-z]",
+    "hip_error_name": r"hipError(?:NoBinaryForGpu|InvalidDeviceFunction|IllegalAddress|LaunchFailure)"
+    r"|cudaError(?:IllegalAddress|LaunchFailure|NoKernelImageForDevice|MisalignedAddress|Assert"
+    r"|InvalidDeviceFunction)\b",
     # HIP's kernels close the quote with an apostrophe; a host C assert() (``Assertion `x' failed``)
     # is not a device assertion, so only the "Device-side" form may end that way.
     "device_assert": r"Assertion `[^`]+` failed|Device-side assertion `[^`]+['`] failed",
@@ -90,6 +94,14 @@ _HIP_ERROR_NAMES = {
     "hipErrorInvalidDeviceFunction": "invalid_device_function",
     "hipErrorIllegalAddress": "illegal_memory_access",
     "hipErrorLaunchFailure": "unspecified_launch_failure",
+    # cudaError_t names, as the CUDA samples' checkCudaErrors prints them:
+    # ``CUDA error at kernel.cu:42 code=700(cudaErrorIllegalAddress) "cudaDeviceSynchronize()"``.
+    "cudaErrorIllegalAddress": "illegal_memory_access",
+    "cudaErrorLaunchFailure": "unspecified_launch_failure",
+    "cudaErrorNoKernelImageForDevice": "no_kernel_image",
+    "cudaErrorMisalignedAddress": "misaligned_address",
+    "cudaErrorAssert": "device_side_assert_triggered",
+    "cudaErrorInvalidDeviceFunction": "invalid_device_function",
 }
 
 #: miopenStatus_t names (miopen.h) with the cuDNN status they correspond to.
@@ -356,14 +368,14 @@ def _cublas_error(text: str, grammar: dict[str, pp.ParserElement]) -> Draft | No
 
 
 def _cuda_error(text: str) -> Draft | None:
-    match = re.search(r"(?:CUDA|HIP) error: ([^\n]*)", text)
+    match = re.search(r"(?:CUDA|HIP) error: ([^\n]*)|GPUassert: ([^\n]*)", text)
     if match is None:
-        name = re.search(r"hipError\w+", text)
+        name = re.search(r"(?:hip|cuda)Error\w+", text)
         if name is None or name.group(0) not in _HIP_ERROR_NAMES:
             return None
         error = _HIP_ERROR_NAMES[name.group(0)]
         return Draft("cuda_error", {"error": error, "message": _line_with(text, name.group(0))})
-    detail = match.group(1).strip()
+    detail = (match.group(1) or match.group(2)).strip()
     if detail.startswith("out of memory") or detail.startswith("CUBLAS_STATUS_"):
         return None  # the OOM is cuda_oom's; a cuBLAS status is a cublas_error
     error = "other"
@@ -425,7 +437,9 @@ def parse(text: str) -> list[Draft]:
     cublas = _cublas_error(text, grammar)
     if cublas is not None:
         drafts.append(cublas)
-    if "CUDA error:" in text or "HIP error:" in text or "hipError" in text:
+    if any(
+        word in text for word in ("CUDA error:", "HIP error:", "hipError", "cudaError", "GPUassert")
+    ):
         cuda = _cuda_error(text)
         if cuda is not None:
             drafts.append(cuda)

@@ -53,6 +53,10 @@ _SIGNATURES = (
     ("waiting", re.compile(r"(?i)\bwaiting\b")),
 )
 
+#: An error printed after a bar at 0 (glued to it, or on the lines after it): the run went on to
+#: fail there, it did not hang.
+FAILED_AFTER = re.compile(rb"(?i)\berror\b|Traceback \(most recent call last\)|\bexception\b")
+
 #: Lines a process prints while it sets up a collective, not training: NCCL's INFO lines and
 #: banner, c10d's ``[I ProcessGroupNCCL.cpp:...]`` notes.
 CHATTER = re.compile(rb"NCCL INFO |^NCCL version |^\[I (?:ProcessGroup|socket)")

@@ -139,3 +139,56 @@ def test_torchrun_given_sighup_is_a_session_that_closed_in_every_wording() -> No
 def test_torchrun_given_sigterm_is_stopped_from_outside() -> None:
     report = run_text("Received Signals.SIGTERM death signal, shutting down workers\n")
     assert report.diagnoses[0].rule == "preemption.sigterm"
+
+
+def test_a_device_index_beyond_the_visible_gpus_is_cuda_setup() -> None:
+    # MACE#1197: two ranks on an H200 split into MIG slices, each seeing one GPU.
+    report = run_text(
+        """\
+        RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED
+        at "../aten/src/ATen/cuda/CUDAContext.cpp":49
+        device=1, num_gpus=1
+        """
+    )
+    assert report.diagnoses[0].rule == "cuda_setup.cpu_only_torch"
+
+
+def test_a_compressed_data_file_that_does_not_decompress_is_data_error() -> None:
+    # nnUNet#1797: a .npz unpacked on Windows.
+    report = run_text(
+        """\
+        Traceback (most recent call last):
+          File "D:\\nnunet\\lib\\zipfile.py", line 1000, in _read1
+            data = self._decompressor.decompress(data, n)
+        zlib.error: Error -3 while decompressing data: invalid stored block lengths
+        """
+    )
+    assert categories(report)[0] == "data_error"
+
+
+def test_hydras_composition_errors_are_config_errors() -> None:
+    for text in (
+        "Cannot find primary config 'train'. Check that it's in your config search path.",
+        "Could not override 'trainer.limit_train_batches'.\n"
+        "To append to your config use +trainer.limit_train_batches=2",
+    ):
+        report = run_text(
+            text + "\n\nSet the environment variable HYDRA_FULL_ERROR=1 for a "
+            "complete stack trace.\n"
+        )
+        assert report.diagnoses[0].rule == "config_error.hydra_compose", text
+
+
+def test_a_native_library_missing_for_this_torch_is_an_extension_build_problem() -> None:
+    # dgl#7438: DGL ships one graphbolt library per torch version.
+    report = run_text(
+        "FileNotFoundError: Cannot find DGL C++ graphbolt library at "
+        "/home/james/dgl/python/dgl/graphbolt/libgraphbolt_pytorch_2.3.0.so\n"
+    )
+    assert report.diagnoses[0].rule == "import_error.extension_abi"
+    assert "libgraphbolt_pytorch_2.3.0.so" in report.diagnoses[0].summary
+
+
+def test_an_unknown_architecture_name_is_a_config_error() -> None:
+    report = run_text("ValueError: Unknown architecture: torchmd_gn\n")
+    assert categories(report) == ["config_error"]

@@ -38,6 +38,14 @@ from tests.conftest import categories, run_text
             "torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True.",
             "torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True.",
         ),
+        (  # macOS's C++ runtime, one line for the type and the message (TopoModelX#16)
+            "libc++abi: terminating with uncaught exception of type std::length_error: vector",
+            "std::length_error: vector",
+        ),
+        (
+            "libc++abi.dylib: terminating with uncaught exception of type c10::Error",
+            "c10::Error",
+        ),
     ],
 )
 def test_an_exception_line_standing_alone_is_read(line: str, expected: str) -> None:
@@ -69,6 +77,7 @@ def test_code_warnings_and_prose_are_not_exceptions(line: str) -> None:
         ("Process finished with exit code 137 (interrupted by signal 9: SIGKILL)", "SIGKILL", 137),
         ("[149-130-218-240:10948] Signal: Aborted (6)", "SIGABRT", None),
         ("traceback : signal 9 (SIGKILL) received by PID 36071", "SIGKILL", None),
+        ("Abort trap: 6", "SIGABRT", None),  # macOS's shell
     ],
 )
 def test_fatal_signals_and_exit_codes(line: str, signal: str, code: int | None) -> None:

@@ -433,3 +433,14 @@ def test_a_loss_frozen_under_torchvisions_metric_logger_is_a_plateau() -> None:
     report = run_text(lines)
     assert categories(report) == ["loss_plateau"]
     assert report.diagnoses[0].rule == "loss_plateau.frozen"
+
+
+def test_a_bar_at_zero_followed_by_an_error_is_a_failure_not_a_hang() -> None:
+    # SimpleTuner#1035: the logger's error is glued to the bar, a traceback follows.
+    report = run_text(
+        "Generating aspect bucket cache:   0%|          | 0/1 [00:00<?, ?it/s]2024-10-08 "
+        "04:10:13,267 [ERROR] Error processing image: Aspect buckets must be a list of floats.\n"
+        "2024-10-08 04:10:13,268 [ERROR] Error traceback: Traceback (most recent call last):\n"
+    )
+    assert "hang" not in categories(report)
+    assert report.diagnoses  # the error is still reported

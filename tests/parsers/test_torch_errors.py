@@ -9,6 +9,23 @@ import re2
 from crashcart.parsers import torch_errors
 
 POSITIVES = [
+    # CUDA code outside torch checks its calls with its own macro (GIDS#33, CUDA samples).
+    (
+        "GPUassert: an illegal memory access was encountered /src/GIDS/gids_nvme.cu 458",
+        "cuda_error",
+        {
+            "error": "illegal_memory_access",
+            "message": "GPUassert: an illegal memory access was encountered /src/GIDS/gids_nvme.cu 458",
+        },
+    ),
+    (
+        'CUDA error at kernel.cu:42 code=700(cudaErrorIllegalAddress) "cudaDeviceSynchronize()"',
+        "cuda_error",
+        {
+            "error": "illegal_memory_access",
+            "message": 'CUDA error at kernel.cu:42 code=700(cudaErrorIllegalAddress) "cudaDeviceSynchronize()"',
+        },
+    ),
     (
         "RuntimeError: Expected all tensors to be on the same device, but found at least two"
         " devices, cuda:0 and cpu! (when checking argument for argument mat1 in method"
