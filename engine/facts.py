@@ -95,7 +95,7 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "time": "time of failure as torchrun printed it",
     },
     "stalled": {
-        "wait": "extension_build | rendezvous | stack_dump | waiting | progress_at_zero: what the last lines show"
+        "wait": "extension_build | rendezvous | stack_dump | waiting | progress_at_zero | collective_setup: what the last lines show"
         " the run waiting for",
         "text": "the wait line",
     },
@@ -186,6 +186,7 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "baseline": "median of the first half of the run",
         "ratio": "last value / best value",
         "step": "step of the last value",
+        "limit": "set when the last values are all beyond this magnitude, which no healthy run reaches",
     },
     "plateau": {
         "metric": "loss",

@@ -769,7 +769,11 @@ class Extractor:
         """A file that ends on a wait, or on a progress bar still at 0, with no metric line after
         it, shows where a run hung."""
         points = self.series.points_by_source[state.name]
-        found = self._last_wait(state, points) or self._stuck_at_zero(state)
+        found = (
+            self._last_wait(state, points)
+            or self._stuck_at_zero(state)
+            or self._ends_in_collective_setup(state)
+        )
         if found is not None:
             line, kind = found
             fields = {"wait": kind, "steps_logged": points, "text": line.text[:300]}
@@ -806,6 +810,18 @@ class Extractor:
                 line = make_line(state.name, state.lineno - back, raw, state.default_rank)
                 return line, "progress_at_zero"
         return None
+
+    def _ends_in_collective_setup(self, state: _SourceState) -> tuple[LogLine, str] | None:
+        """A file whose last lines are NCCL building a communicator (its rings, channels, "Init
+        COMPLETE") with nothing after them: the first collective never returned."""
+        lines = [raw for raw in state.tail.split(b"\n") if raw.strip()][-waits.SETUP_TAIL_LINES :]
+        if len(lines) < waits.SETUP_TAIL_LINES or not all(
+            waits.CHATTER.search(raw) and not waits.NOT_SETUP.search(raw) for raw in lines
+        ):
+            return None
+        trailing = len(state.tail) - len(state.tail.rstrip(b"\n"))  # blank lines at the end
+        lineno = state.lineno - max(0, trailing - 1)
+        return make_line(state.name, lineno, lines[-1], state.default_rank), "collective_setup"
 
     def _cxx_without_what(self, state: _SourceState, out: list[Finding]) -> None:
         """A ``terminate called ...`` line whose ``what():`` never came is an exception too."""

@@ -110,9 +110,16 @@ def exploded(name: str, points: list[Point]) -> Draft | None:
     if limit is None or len(tail) < FEW_POINTS or any(abs(p.value) < limit for p in tail):
         return None
     baseline = _median(points[: max(1, len(points) // 2)])
-    if tail[-1].value < tail[0].value / 10 and tail[-1].value <= 100 * abs(baseline):
+    healthy_scale = abs(baseline) < limit  # a run whose every value is that large never had one
+    if (
+        healthy_scale
+        and tail[-1].value < tail[0].value / 10
+        and tail[-1].value <= 100 * abs(baseline)
+    ):
         return None  # coming back down to the run's own scale: a spike it recovered from
-    return _divergence(name, tail[-1], points, baseline)
+    draft = _divergence(name, tail[-1], points, baseline)
+    draft.fields["limit"] = limit
+    return draft
 
 
 #: How far a few-point climb must go: times its best (perplexity is exp(loss), so its ratio is

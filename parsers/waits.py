@@ -61,6 +61,14 @@ FAILED_AFTER = re.compile(rb"(?i)\berror\b|Traceback \(most recent call last\)|\
 #: banner, c10d's ``[I ProcessGroupNCCL.cpp:...]`` notes.
 CHATTER = re.compile(rb"NCCL INFO |^NCCL version |^\[I (?:ProcessGroup|socket)")
 
+#: NCCL tracing a failed call on its way out (``misc/socket.cc:619 -> 2``), or tearing a
+#: communicator down: not set-up, so a log that ends on these did not hang in it.
+NOT_SETUP = re.compile(
+    rb"\.(?:cc|h|cu):\d+ -> \d|(?i:destroy|abort|finaliz|closed|WARN|error|fail)"
+)
+#: Set-up lines a log must end on, in a row, to end in a collective's set-up.
+SETUP_TAIL_LINES = 2
+
 #: A file that ends within this many lines of a wait line ends on it.
 TAIL_LINES = 4
 #: ... or within this many of a stack dump's thread header: each thread's frames follow it.

@@ -29,7 +29,7 @@ def test_healthy_run_raises_no_alarm(case: Path) -> None:
 
 #: The batches' level once their first read was recorded and the mechanisms fixed (the floor
 #: CI holds them to; their first-read scores are in corpus/README.md).
-BATCH_FLOOR = {"top1": 0.84, "hard_top1": 0.67, "silent": 0.091, "false_alarms": 3}
+BATCH_FLOOR = {"top1": 0.85, "hard_top1": 0.69, "silent": 0.084, "false_alarms": 4}
 
 
 def test_the_batches_hold_their_level() -> None:

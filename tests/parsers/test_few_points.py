@@ -164,14 +164,34 @@ def test_set_up_chatter_after_a_bar_at_zero_still_ends_on_the_bar() -> None:
     assert report.diagnoses[0].evidence[0].lineno == 1
 
 
-def test_nccl_chatter_alone_is_not_a_hang() -> None:
+def test_a_log_that_ends_on_nccl_set_up_is_a_probable_hang() -> None:
+    # Lightning#19425: eight ranks connected their rings, and nothing came after.
     report = run_text(
         """\
-        node:1:2 [0] NCCL INFO Ring 00 : 60 -> 56 [receive] via NET/Socket/0
-        node:1:2 [0] NCCL INFO Ring 00 : 56 -> 60 [send] via NET/Socket/0
+        user-SYS:34364:35141 [2] NCCL INFO Connected all rings
+        user-SYS:34596:35137 [4] NCCL INFO Channel 00 : 4[3e000] -> 5[3f000] via P2P/IPC
+        user-SYS:34596:35137 [4] NCCL INFO Channel 01 : 4[3e000] -> 5[3f000] via P2P/IPC
         """
     )
-    assert report.diagnoses == []
+    assert [d.rule for d in report.diagnoses] == ["hang.collective_setup"]
+    assert report.diagnoses[0].confidence < 0.5  # a paste cut at the set-up looks the same
+    assert report.diagnoses[0].evidence[0].lineno == 3
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        "node:1:2 [0] NCCL INFO misc/socket.cc:619 -> 2",  # a failing call traced on its way out
+        "node:1:2 [0] NCCL INFO comm 0x5581 rank 0 nranks 2 cudaDev 0 busId 1000 - Destroy COMPLETE",
+        "step 10 loss 2.31",
+    ],
+)
+def test_nccl_set_up_followed_by_anything_else_is_not_that_hang(last: str) -> None:
+    report = run_text(
+        "node:1:2 [0] NCCL INFO Channel 00 : 0[1000] -> 1[2000] via P2P/IPC\n"
+        "node:1:2 [0] NCCL INFO Connected all rings\n" + last + "\n"
+    )
+    assert "hang.collective_setup" not in [d.rule for d in report.diagnoses]
 
 
 CUT_IN_A_WAIT = """\
@@ -444,3 +464,26 @@ def test_a_bar_at_zero_followed_by_an_error_is_a_failure_not_a_hang() -> None:
     )
     assert "hang" not in categories(report)
     assert report.diagnoses  # the error is still reported
+
+
+def test_a_norm_in_the_millions_on_every_line_shown_is_an_explosion() -> None:
+    # GUI-Actor#20: every record of the excerpt is already out of range, so the run's own
+    # history offers no healthy scale for the last value to come back down to.
+    report = run_text(
+        """\
+        {'loss': 2.5552, 'grad_norm': 6436024.447018536, 'learning_rate': 4.99e-06, 'epoch': 0.03}
+        {'loss': 2.668, 'grad_norm': 25656094.98940503, 'learning_rate': 4.99e-06, 'epoch': 0.03}
+        {'loss': 2.81, 'grad_norm': 36071025.201348156, 'learning_rate': 4.99e-06, 'epoch': 0.03}
+        {'loss': 2.9197, 'grad_norm': 6908930.777177996, 'learning_rate': 4.99e-06, 'epoch': 0.03}
+        {'loss': 3.3198, 'grad_norm': 1759233.4381649764, 'learning_rate': 4.99e-06, 'epoch': 0.03}
+        """
+    )
+    assert report.diagnoses[0].rule == "gradient_explosion.exploded"
+
+
+def test_a_spike_into_the_millions_that_falls_back_is_not_an_explosion() -> None:
+    records = [f"step {i} loss 2.{i:02d} grad_norm 1.5\n" for i in range(10)]
+    spike = ["step 10 loss 2.1 grad_norm 9.1e+08\n", "step 11 loss 2.1 grad_norm 2.3e+08\n"]
+    back = ["step 12 loss 2.0 grad_norm 1.6\n"]
+    report = run_text("".join(records + spike + back))
+    assert "gradient_explosion" not in categories(report)
