@@ -73,7 +73,7 @@ PRINTED_NAN_LINES = 3
 _TENSOR_OF_NAN = re.compile(r"(?i)\[[ \t]*nan[ \t]*,")
 # The module's triggers share one prefilter bit: each handler checks its own line again.
 STOPPED = re.compile(TRIGGERS["stopped"])
-PRINTED_NAN = re.compile(TRIGGERS["printed_nan"], re.MULTILINE)
+_PRINTED_NAN = re.compile(TRIGGERS["printed_nan"])
 SERIES_CAPACITY = 2048
 #: Records of a stretch of zero learning rates kept to judge it.
 LR_ZERO_KEPT = 2048
@@ -375,7 +375,7 @@ class SeriesTracker:
         """Read a line of printed NaN values (see TRIGGERS["printed_nan"]); return a draft with
         its evidence once they show the run computing NaN: a tensor of NaN at once, bare
         ``nan`` lines from the third."""
-        if "printed_nan" in self._reported:
+        if "printed_nan" in self._reported or not _PRINTED_NAN.search(line.text):
             return []
         self._printed_nan.append(line)
         tensor = _TENSOR_OF_NAN.search(line.text) is not None

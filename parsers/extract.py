@@ -653,7 +653,7 @@ class Extractor:
         if mask & bits.loss_scale:
             for draft in self.series.loss_scale(line.text):
                 out.append(Finding(draft, [line], line.rank))
-        if mask & bits.printed_nan and detectors.PRINTED_NAN.search(line.text):
+        if mask & bits.printed_nan:
             for draft, evidence in self.series.printed_nan(line):
                 out.append(Finding(draft, evidence, line.rank))
         if mask & bits.config:
@@ -789,9 +789,7 @@ class Extractor:
         return line, kind
 
     def _stuck_at_zero(self, state: _SourceState) -> tuple[LogLine, str] | None:
-        lines = state.tail.split(b"\n")
-        if lines and not lines[-1]:
-            lines.pop()  # the newline that ends the file
+        lines = _tail_lines(state)
         # Set-up chatter printed while the bar sat at 0 (NCCL building its rings for the first
         # collective) comes after the bar, not instead of a step.
         end = len(lines)
@@ -814,14 +812,18 @@ class Extractor:
     def _ends_in_collective_setup(self, state: _SourceState) -> tuple[LogLine, str] | None:
         """A file whose last lines are NCCL building a communicator (its rings, channels, "Init
         COMPLETE") with nothing after them: the first collective never returned."""
-        lines = [raw for raw in state.tail.split(b"\n") if raw.strip()][-waits.SETUP_TAIL_LINES :]
-        if len(lines) < waits.SETUP_TAIL_LINES or not all(
-            waits.CHATTER.search(raw) and not waits.NOT_SETUP.search(raw) for raw in lines
+        shown = [
+            (back, raw) for back, raw in enumerate(reversed(_tail_lines(state))) if raw.strip()
+        ]
+        last = shown[: waits.SETUP_TAIL_LINES]
+        if len(last) < waits.SETUP_TAIL_LINES or not all(
+            waits.CHATTER.search(raw) and not waits.NOT_SETUP.search(raw) for _, raw in last
         ):
             return None
-        trailing = len(state.tail) - len(state.tail.rstrip(b"\n"))  # blank lines at the end
-        lineno = state.lineno - max(0, trailing - 1)
-        return make_line(state.name, lineno, lines[-1], state.default_rank), "collective_setup"
+        back, raw = last[0]
+        return make_line(
+            state.name, state.lineno - back, raw, state.default_rank
+        ), "collective_setup"
 
     def _cxx_without_what(self, state: _SourceState, out: list[Finding]) -> None:
         """A ``terminate called ...`` line whose ``what():`` never came is an exception too."""
@@ -1049,6 +1051,14 @@ def compile_rule_patterns(line_patterns: dict[str, str]) -> RulePatterns:
     prefilter = build_rule_prefilter(patterns)
     regexes = _RuleRegexes(patterns)
     return RulePatterns(patterns, prefilter, regexes, _BitMap(build_prefilter(), prefilter))
+
+
+def _tail_lines(state: _SourceState) -> list[bytes]:
+    """The last lines of a file as kept in ``state.tail``; the last is line ``state.lineno``."""
+    lines = state.tail.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()  # the newline that ends the file
+    return lines
 
 
 def _short(module: ModuleType) -> str:

@@ -124,7 +124,7 @@ _MPI_RANK = re.compile(r"\bprocess rank (\d+) with PID\b")
 def bare_exception(text: str) -> str | None:
     """``Type: message`` when ``text`` (a peeled line) is an exception line standing on its own,
     else ``None``; a logger's preamble is dropped, a warning or a line of code is not one."""
-    libcxxabi = _LIBCXXABI.search(text[:2000])
+    libcxxabi = _LIBCXXABI.search(text[:2000]) if "uncaught exception of" in text else None
     if libcxxabi is not None:
         message = (libcxxabi["message"] or "").strip()
         return f"{libcxxabi['type']}: {message}" if message else libcxxabi["type"]

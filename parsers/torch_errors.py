@@ -367,15 +367,19 @@ def _cublas_error(text: str, grammar: dict[str, pp.ParserElement]) -> Draft | No
     return Draft("cublas_error", fields)
 
 
+#: Words found in every line _cuda_error reads (a cheap test before its regexes).
+_CUDA_ERROR_WORDS = ("CUDA error:", "HIP error:", "hipError", "cudaError", "GPUassert")
+
+
 def _cuda_error(text: str) -> Draft | None:
-    match = re.search(r"(?:CUDA|HIP) error: ([^\n]*)|GPUassert: ([^\n]*)", text)
+    match = re.search(r"(?:(?:CUDA|HIP) error|GPUassert): ([^\n]*)", text)
     if match is None:
         name = re.search(r"(?:hip|cuda)Error\w+", text)
         if name is None or name.group(0) not in _HIP_ERROR_NAMES:
             return None
         error = _HIP_ERROR_NAMES[name.group(0)]
         return Draft("cuda_error", {"error": error, "message": _line_with(text, name.group(0))})
-    detail = (match.group(1) or match.group(2)).strip()
+    detail = match.group(1).strip()
     if detail.startswith("out of memory") or detail.startswith("CUBLAS_STATUS_"):
         return None  # the OOM is cuda_oom's; a cuBLAS status is a cublas_error
     error = "other"
@@ -437,9 +441,7 @@ def parse(text: str) -> list[Draft]:
     cublas = _cublas_error(text, grammar)
     if cublas is not None:
         drafts.append(cublas)
-    if any(
-        word in text for word in ("CUDA error:", "HIP error:", "hipError", "cudaError", "GPUassert")
-    ):
+    if any(word in text for word in _CUDA_ERROR_WORDS):
         cuda = _cuda_error(text)
         if cuda is not None:
             drafts.append(cuda)
