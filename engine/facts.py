@@ -36,8 +36,12 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "chained": "true when it was raised while handling another exception",
         "cause_type": "class name of the exception it was raised from, if chained",
         "cut": "true when the traceback ends before its exception line (type and message empty)",
-        "code": "the innermost frame's line of code, for a cut traceback",
+        "code": "the innermost frame's line of code, for a cut traceback or an empty message",
+        "quote": "the error as a summary quotes it: `Type: message`, or the line of code for an"
+        " exception printed without a message",
         "steps_logged": "metric lines seen before it",
+        "reraised": "true for a cut worker traceback below the error the main process raised"
+        " (torch's `Original Traceback`)",
     },
     "cuda_oom": {
         "backend": "cuda | hip | cublas",
@@ -103,6 +107,7 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "signature": "error_level | error_in | thc_check | cxx_raised | nccl_warn_failure |"
         " compiler: the form of the line (a logger's ERROR, a kernel's `error in f:`, ...)",
         "message": "the text after the error marker",
+        "quote": "the same text, under the name the exception's quote has",
         "detail": "the whole line (up to 1000 characters), for vocabulary rules",
     },
     "fatal": {

@@ -182,8 +182,12 @@ def _failure_text(fact: Fact) -> tuple[str, str]:
             # IPython's header names the exception even when the paste lost its message.
             if fields.get("qualname"):
                 return f"{fields['qualname']}, in a traceback cut before its message", where
+            if fields.get("message"):
+                return "an error logged before a cut traceback", fields["message"]
             return "a traceback cut before its error line", where
         name = fields.get("qualname", fields.get("type", "Exception"))
+        if not fields.get("message") and fields.get("code"):
+            return name, fields["code"]  # a bare ``AssertionError``: its assert statement
         return name, fields.get("detail") or fields.get("message", "")
     if fact.kind in _ENDING_KINDS:
         signal = fields.get("signal_name")
@@ -213,7 +217,8 @@ def _is_failure(fact: Fact) -> bool:
 
 
 def _is_weak(fact: Fact) -> bool:
-    return fact.kind in _WEAK_KINDS or fact.kind == "error_line"
+    # A worker's cut traceback is the tail of the error its main process raised above it.
+    return fact.kind in _WEAK_KINDS or fact.kind == "error_line" or "reraised" in fact.fields
 
 
 def unrecognised(
@@ -353,15 +358,19 @@ def follow_handled_exceptions(results: list[Diagnosis]) -> None:
 
 def drop_covered_vocabulary(results: list[Diagnosis]) -> list[Diagnosis]:
     """A vocabulary diagnosis read the words of a message that a specific rule read more
-    precisely: where a specific diagnosis shows one of its lines, it adds nothing (step 3d)."""
-    specific = {
-        (line.path, line.lineno) for d in results if d.tier != "vocabulary" for line in d.evidence
-    }
+    precisely: where a specific diagnosis shows one of its lines, it adds nothing (step 3d).
+    Unless it explains that diagnosis: the words of ``Caught UnidentifiedImageError in DataLoader
+    worker process 0`` name the data, the cause of the worker's failure that a rule read."""
+
+    def lines(d: Diagnosis) -> set[tuple[str, int]]:
+        return {(line.path, line.lineno) for line in d.evidence}
+
+    specific = [d for d in results if d.tier != "vocabulary"]
     return [
         d
         for d in results
         if d.tier != "vocabulary"
-        or not any((line.path, line.lineno) in specific for line in d.evidence)
+        or not any(s.explained_by != d.category and lines(s) & lines(d) for s in specific)
     ]
 
 

@@ -127,6 +127,10 @@ class Series:
             self._stride *= 2
 
 
+#: Epochs a run must have gone past its first before a return to it is a restart.
+RESTART_EPOCHS = 2
+
+
 class SeriesTracker:
     """The metric history of one run, bounded in memory, and the detectors over it."""
 
@@ -156,6 +160,21 @@ class SeriesTracker:
         #: stretch that ended (its first LR_ZERO_KEPT records are kept: enough to judge it).
         self._lr_zero_run: list[trends.LrRecord] = []
         self._lr_zero_longest: list[trends.LrRecord] = []
+        self._first_epoch: float | None = None
+        self._top_epoch: float | None = None
+
+    def restarts(self, metrics: dict[str, float]) -> bool:
+        """Whether a metric line's epoch went back to where this run began, after at least
+        :data:`RESTART_EPOCHS` more: the same job started again (a second run in one log)."""
+        epoch = metrics.get("epoch")
+        if epoch is None or not math.isfinite(epoch):
+            return False
+        if self._first_epoch is None:
+            self._first_epoch = self._top_epoch = epoch
+            return False
+        assert self._top_epoch is not None
+        self._top_epoch = max(self._top_epoch, epoch)
+        return epoch <= self._first_epoch and self._top_epoch >= self._first_epoch + RESTART_EPOCHS
 
     def observe(
         self, metrics: dict[str, float], line: LogLine | None = None, time: float | None = None

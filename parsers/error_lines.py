@@ -92,7 +92,9 @@ _NCCL_RESULTS = {
 }
 
 _COMPILED = {name: re.compile(rx) for name, rx in TRIGGERS.items()}
-_LEVEL_MESSAGE = re.compile(rf"{_LEVEL}\W{{0,4}}(?:[\w.]+:\d*\s*-*\s*)?(?P<message>.*)")
+_LEVEL_MESSAGE = re.compile(
+    rf"{_LEVEL}[^\w(]{{0,4}}(?:[\w.]+:\d*\s*-*\s*|\([\w.]+\)\s*)?(?P<message>.*)"
+)
 _TRAILING_LEVEL = re.compile(rf"(?:{_GLOG}[^\]]*\]|{_RAY}|{_C10}|{_KIT})\s*(?P<message>.*)")
 #: Routine lines that carry the word: a run that prints its error count, a retry it survived.
 _ROUTINE = re.compile(r"(?i)\b(?:0 errors?|no errors?|errors?: 0|warn(?:ing)?:|retry|retrying)\b")
@@ -131,7 +133,7 @@ def parse(text: str) -> list[Draft]:
             message = _message(signature, line)
             if not message:
                 return []
-            fields = {"signature": signature, "message": message[:300]}
+            fields = {"signature": signature, "message": message[:300], "quote": message[:300]}
             fields["detail"] = line.strip()[:_DETAIL_CHARS]
             return [Draft("error_line", fields)]
     return []

@@ -114,6 +114,9 @@ class _Block:
     #: The block's lines as logged, kept like the collector's: first and last lines only.
     lines: traceback.HeadTail[LogLine] = field(default_factory=traceback.HeadTail)
     prefix: str = ""  # the shape of a per-line prefix in front of the traceback, if any
+    prefix_seen: bool = False  # a line after the header showed whether the prefix repeats
+    lead: str = ""  # an error a logger printed before the header, on the header's line
+    original: bool = False  # torch's "Original Traceback": a worker's, below the error it raised
     idle: int = 0  # lines of other ranks seen since this block's last line
     bare: bool = False  # opened by an exception line with no traceback above it
     ignored: bool = False  # Python printed it under "Exception ignored in": not fatal
@@ -122,6 +125,8 @@ class _Block:
 
 
 _TRACEBACK_HEADER = "Traceback (most recent call last):"
+#: What a logger puts between its message and a traceback printed on the same line.
+_TRACEBACK_LEAD_IN = re.compile(r"(?i)[\s,;:.-]*traceback:?\s*$")
 #: Lines that a traceback's frames state consumes and that no prefix, ANSI or \r rewrite
 #: changes: frame lines and code lines (see Extractor._skip_frames).
 _FRAME_RUN = re.compile(rb'(?:(?:  File "|    (?!E   )[A-Za-z_])[^\r\x1b\n]{0,4000}\n)+')
@@ -190,6 +195,16 @@ def _frame_phase(frame: traceback.Frame) -> str | None:
     return None
 
 
+def _quote(fields: dict[str, Any]) -> str:
+    """The error as a summary quotes it: ``Type: message``; for an exception printed without a
+    message (a bare ``AssertionError``), the line of code that raised it; for a traceback cut
+    before its exception line, the call in progress."""
+    said = fields["message"] or fields.get("code", "")
+    if fields["qualname"] and said:
+        return f"{fields['qualname']}: {said}"
+    return fields["qualname"] or said or "a traceback cut before its error line"
+
+
 def _chain_phases(members: list[traceback.ExceptionInfo]) -> list[str]:
     """What the program was doing at each exception of a chain, judged from the innermost
     frame that says so among its own frames and those of the exceptions before it; a failure
@@ -227,6 +242,7 @@ class Extractor:
         self.config: dict[str, Any] = {}
         self.attempt = 1
         self._attempt_has_content = False
+        self._closed_findings = 0  # findings of this line read before it began a new attempt
         self._seen: Counter[str] = Counter()
         self._exhausted: set[int] = set()
         #: The bits of patterns whose every consumer has had its fill, and how many reports
@@ -577,17 +593,27 @@ class Extractor:
             self.flush_blocks(state.name, out)
             self._new_attempt(out)
             first = len(out)
+        self._closed_findings = first
         try:
             self._read_line(state, raw, mask, out, marker)
         except Exception as error:
             # One line must never end the run (nor a live session): count it, go on.
             self.errors.record("line", error, f"{state.name}:{state.lineno}")
         progress = self.series.points_by_source[state.name]
-        for finding in out[first:]:
+        for finding in out[first : self._closed_findings]:
+            finding.attempt = self.attempt - 1  # read before the line that began a new one
+        for finding in out[max(first, self._closed_findings) :]:
             finding.attempt = self.attempt
             finding.progress = progress
         if len(out) > first or mask & self._bits.metrics:
             self._attempt_has_content = True
+
+    def _restart(self, state: _SourceState, out: list[Finding]) -> None:
+        """An epoch counter back at its start: what was read so far was one attempt, and its
+        findings (the trends :meth:`conclude` finds in it) keep that attempt's number."""
+        self.flush_blocks(state.name, out)
+        self._new_attempt(out)
+        self._closed_findings = len(out)
 
     def _new_attempt(self, out: list[Finding]) -> None:
         """Close the current attempt (its trends) and start counting a new one."""
@@ -630,6 +656,12 @@ class Extractor:
                 start = line.text.find('File "')
                 start = start - 2 if start >= 2 and line.text[start - 2 : start] == "  " else start
             block.prefix = _shape(line.text[:start]) if start > 0 else ""
+            if start > 0:
+                # ``logger.error(f"{e}, traceback: {format_exc()}")``: the message comes first,
+                # and a paste that cuts the traceback before its last line keeps only that.
+                logged = error_lines.parse(_TRACEBACK_LEAD_IN.sub("", line.text[:start]))
+                block.lead = logged[0].fields["message"] if logged else ""
+                block.original = line.text[:start].rstrip().endswith("Original")
             block.collector.start(line.text[max(start, 0) :])
             block.lines = traceback.HeadTail([line])
             return
@@ -645,6 +677,9 @@ class Extractor:
         if mask & bits.metrics:
             for text in _redraws(raw, line.text):
                 found = metrics.parse_metrics(text)
+                if found and self.series.restarts(found):
+                    self._restart(state, out)
+                    self.series.restarts(found)  # the new run's first epoch
                 if found:
                     for draft in self.series.observe(found, line, seconds):
                         out.append(Finding(draft, [line], line.rank))
@@ -749,11 +784,17 @@ class Extractor:
             # Loggers and job runners print their own prefix before every line of a traceback
             # ("2023-04-29 06:01:12.977 [177/train (pid 28936)] "); drop one of the same shape.
             head = len(block.prefix)
-            if _shape(text[:head]) != block.prefix:
+            if _shape(text[:head]) == block.prefix:
+                block.prefix_seen = True
+                text = text[head:]
+                line = LogLine(line.path, line.lineno, text, line.rank, line.time)
+            elif not block.prefix_seen and text.lstrip().startswith('File "'):
+                # Only the header carried it: a logger's message ending in the traceback
+                # it formatted (``logger.error(f"{e}, traceback: {format_exc()}")``).
+                block.prefix = ""
+            else:
                 self._traceback_done(state, block, block.collector.finish(), out)
                 return False
-            text = text[head:]
-            line = LogLine(line.path, line.lineno, text, line.rank, line.time)
         new_record = starts_record or (line.time is not None and not block.prefix)
         finished, consumed = block.collector.feed(text, new_record=new_record)
         if consumed:
@@ -847,6 +888,8 @@ class Extractor:
         final = parsed.final
         if final.cut and block.ipython:
             final.qualname = block.ipython  # IPython's header named what the cut paste lost
+        if final.cut and block.lead:
+            final.message = block.lead  # the logger printed it before the traceback
         rank = logged[0].rank if logged else None
         members = [*parsed.chain, final]
         phases = _chain_phases(members)
@@ -876,10 +919,20 @@ class Extractor:
             }
             if exc.cut:
                 fields["cut"] = True
-                # The call in progress in the innermost frame: all that says where it stopped.
-                fields["code"] = exc.frames[-1].code[:200] if exc.frames else ""
+            if (exc.cut or not exc.message.strip()) and exc.frames:
+                # The call in progress in the innermost frame (for a bare ``AssertionError``, the
+                # assert statement): all that says where it stopped.
+                fields["code"] = exc.frames[-1].code[:200]
                 # Without a message, the words an expert reads are the frames' own.
                 fields["detail"] = f"{fields['code']} {fields['calls']}".strip()
+            elif exc.cut:
+                fields["code"] = ""
+                fields["detail"] = fields["calls"]
+            if exc.cut and block.original:
+                fields["reraised"] = True
+            if exc.cut and fields["message"]:
+                fields["detail"] = f"{fields['message']} {fields['detail']}"[:_DETAIL_CHARS]
+            fields["quote"] = _quote(fields)
             if index > 0:
                 fields["cause_type"] = members[index - 1].type
             if interrupted[index] is not None:
@@ -1231,7 +1284,9 @@ def _traceback_evidence(
         frames, own = _frame_lines(lines, len(lines))
         innermost = frames[-1] if frames else len(lines) - 1
         # IPython's header names the exception that the cut paste lost: it is the message.
-        header = lines[:1] if traceback.IPYTHON_HEADER.match(lines[0].text) else []
+        # So does a logger that printed the message before the header, on its line.
+        named = final.message or traceback.IPYTHON_HEADER.match(lines[0].text)
+        header = lines[:1] if named else []
         own_line = [lines[i] for i in own if i < innermost][-1:]
         return header + own_line + lines[innermost : innermost + 2]
     start = len(lines) - 1

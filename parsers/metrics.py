@@ -90,6 +90,8 @@ _MEMORY_UNITS = {"k": 1 / 2**20, "m": 1 / 2**10, "g": 1.0, "t": 1024.0}
 _PLAIN_STEP = re.compile(
     r"(?i)\b(?:global[_ ]step|step|iteration|iter)\s{0,32}[:=]?\s{0,32}(?P<step>\d+)\b"
 )
+#: An epoch counted out of a total that no ``key: value`` pair gave (CNTK's ``Epoch[3 of 20]``).
+_EPOCH_OF = re.compile(r"(?i)\bepoch\s{0,4}\[?\s{0,4}(?P<epoch>\d+)\s{0,4}(?:of|/)\s{0,4}\d+")
 #: A bracketed counter, the step of torchvision's MetricLogger and of the ImageNet example
 #: (``Epoch: [0]  [ 100/1000]``, ``Epoch: [1][  21/1424]``, mmcv's ``Epoch [3][50/12414]``);
 #: one right after "epoch" counts epochs (``Epoch [2/10]``) and is skipped.
@@ -328,6 +330,10 @@ def parse_metrics(text: str) -> dict[str, float]:
         step = _finite(written) if written is not None else None
         if step is not None:
             found = {"step": step, **found}
+    if "epoch" not in found and "epoch" in lowered:
+        counted = _EPOCH_OF.search(text)
+        if counted is not None:
+            found["epoch"] = float(counted["epoch"])
     _rates_and_memory(text, lowered, found)
     if found.keys() <= _NOT_A_MEASURE:
         return {}

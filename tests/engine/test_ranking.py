@@ -188,3 +188,20 @@ def test_an_unknown_error_on_the_first_failed_rank_explains_the_waiting_ranks() 
     report = run_text(log)
     assert categories(report)[:2] == ["unrecognised", "distributed_timeout"]
     assert report.diagnoses[1].explained_by == "unrecognised"
+
+
+def test_an_epoch_counter_back_at_its_start_begins_a_new_attempt() -> None:
+    # CNTK's Fast R-CNN example run twice into one log (Microsoft/CNTK#2354): the second run's
+    # first epochs are no divergence from the first run's last.
+    def epochs(first: int, losses: list[float]) -> str:
+        return "\n".join(
+            f"Finished Epoch[{e} of 20]: [Training] loss = {v} * 40, metric = 0.5% * 40"
+            for e, v in enumerate(losses, start=first)
+        )
+
+    report = run_text(
+        f"{epochs(15, [30.1, 28.7, 25.55, 21.75, 35.53, 26.35])}\n"
+        "Training Fast R-CNN model for 20 epochs.\n"
+        f"{epochs(1, [4711.03, 401.34, 232.15, 201.90])}\n"
+    )
+    assert report.diagnoses == []

@@ -152,3 +152,23 @@ def test_rocm_and_xla_device_words_name_their_categories() -> None:
     miopen = run_text("RuntimeError: miopenStatusUnknownError\n")
     assert categories(miopen)[:1] == ["cudnn"]
     assert "MIOpen" in miopen.diagnoses[0].summary  # not "cuDNN" alone
+
+
+def test_words_that_explain_a_worker_failure_rank_above_it() -> None:
+    # Siamese-pytorch on Windows (bubbliiiing/Siamese-pytorch#33): a Thumbs.db in the images.
+    report = run_text(
+        """\
+        Traceback (most recent call last):
+          File "F:\\work\\Siamese-pytorch-master\\utils\\utils_fit.py", line 21, in fit_one_epoch
+            for iteration, batch in enumerate(gen):
+          File "D:\\anaconda\\envs\\ai\\lib\\site-packages\\torch\\_utils.py", line 434, in reraise
+            raise exception
+        PIL.UnidentifiedImageError: Caught UnidentifiedImageError in DataLoader worker process 0.
+        Original Traceback (most recent call last):
+          File "D:\\anaconda\\envs\\ai\\lib\\site-packages\\torch\\utils\\data\\_utils\\worker.py", line 287, in _worker_loop
+            data = fetcher.fetch(index)
+        """
+    )
+    assert categories(report) == ["data_error", "dataloader_worker"]
+    assert report.diagnoses[0].tier == "vocabulary"
+    assert report.diagnoses[1].explained_by == "data_error"

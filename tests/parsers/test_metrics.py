@@ -54,6 +54,10 @@ from crashcart.parsers.metrics import parse_metrics
             {"epoch": 3, "step": 50, "lr": 1e-4, "step_time_s": 0.649, "loss": 1.8242},
         ),
         ("Epoch [2/10], Loss: 0.2300", {"epoch": 2, "loss": 0.23}),  # a counter of epochs
+        (  # CNTK's trainer (Microsoft/CNTK#2354)
+            "Finished Epoch[2 of 20]: [Training] loss = 401.341235 * 40, metric = 2.37% * 40",
+            {"epoch": 2, "loss": 401.341235},
+        ),
         (
             " iteration       15/     600 | elapsed time per iteration (ms): 142474.1 | lm loss: 6.1",
             {"step": 15, "step_total": 600, "step_time_s": 142.4741, "loss": 6.1},

@@ -214,3 +214,68 @@ def test_a_windows_path_in_a_frame_keeps_its_backslashes() -> None:
     )
     (fact,) = [f for f in report.facts if f["kind"] == "exception"]
     assert fact["files"] == r"C:\Users\me\fastai\train.py"
+
+
+def test_a_bare_assertion_error_is_read_by_its_assert_statement() -> None:
+    # GPT-SoVITS on Windows (RVC-Boss/GPT-SoVITS#1382): Python prints no message for `assert x`.
+    report = run_text(
+        """\
+        Traceback (most recent call last):
+          File "E:\\GPT-SoVITS\\GPT_SoVITS\\s2_train.py", line 85, in run
+            train_dataset = TextAudioSpeakerLoader(hps.data)
+          File "E:\\GPT-SoVITS\\GPT_SoVITS\\module\\data_utils.py", line 35, in __init__
+            assert os.path.exists(self.path2)
+        AssertionError
+        """
+    )
+    (fact,) = [f for f in report.facts if f["kind"] == "exception"]
+    assert fact["code"] == "assert os.path.exists(self.path2)"
+    assert fact["quote"] == "AssertionError: assert os.path.exists(self.path2)"
+    assert categories(report) == ["data_error"]
+    assert "(AssertionError: assert os.path.exists(self.path2))" in report.diagnoses[0].summary
+
+
+def test_an_unknown_bare_assertion_names_its_statement() -> None:
+    report = run_text(
+        """\
+        Traceback (most recent call last):
+          File "train.py", line 12, in <module>
+            assert cfg.warmup < cfg.steps
+        AssertionError
+        """
+    )
+    (diagnosis,) = report.diagnoses
+    assert diagnosis.category == "unrecognised"
+    assert "AssertionError: assert cfg.warmup < cfg.steps." in diagnosis.summary
+
+
+def test_a_logged_message_before_a_cut_traceback_on_its_line_is_read() -> None:
+    # SimpleTuner logs f"{e}, traceback: {format_exc()}"; the paste keeps two frames of it.
+    report = run_text(
+        """\
+        2024-03-28 21:44:52,843 [ERROR] (__main__) No images were discovered by the bucket manager in the dataset: pelolisu., traceback: Traceback (most recent call last):
+          File "/mnt/f/Projetos/SimpleTuner/train_sdxl.py", line 428, in main
+            configure_multi_databackend(
+        """
+    )
+    (fact,) = [f for f in report.facts if f["kind"] == "exception"]
+    assert fact["cut"]
+    assert fact["message"] == (
+        "No images were discovered by the bucket manager in the dataset: pelolisu"
+    )
+    assert categories(report) == ["data_error"]
+    assert report.diagnoses[0].evidence[0].lineno == 1
+
+
+def test_a_cut_worker_traceback_is_the_tail_of_the_error_above_it() -> None:
+    report = run_text(
+        """\
+        KeyError: Caught KeyError in DataLoader worker process 0.
+        Original Traceback (most recent call last):
+          File "/usr/lib/python3/site-packages/torch/utils/data/_utils/worker.py", line 202, in _worker_loop
+            data = fetcher.fetch(index)
+        """
+    )
+    (cut,) = [f for f in report.facts if f["kind"] == "exception" and f.get("cut")]
+    assert cut["reraised"]
+    assert categories(report) == ["dataloader_worker"]
