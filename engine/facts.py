@@ -42,6 +42,8 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "steps_logged": "metric lines seen before it",
         "reraised": "true for a cut worker traceback below the error the main process raised"
         " (torch's `Original Traceback`)",
+        "logging_error": "true when a logging handler caught it (`--- Logging error ---`): the"
+        " program went on",
     },
     "cuda_oom": {
         "backend": "cuda | hip | cublas",

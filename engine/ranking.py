@@ -208,7 +208,8 @@ def _failure_text(fact: Fact) -> tuple[str, str]:
 
 def _is_failure(fact: Fact) -> bool:
     if fact.kind == "exception":
-        return fact.fields.get("type") not in _NOT_A_CAUSE
+        # A logging handler's caught error never ended a run (its disk_full still has a rule).
+        return fact.fields.get("type") not in _NOT_A_CAUSE and "logging_error" not in fact.fields
     if fact.kind == "process_exit":
         return fact.fields.get("exitcode", 1) != 0
     if fact.kind == "error_line":
@@ -371,6 +372,23 @@ def drop_covered_vocabulary(results: list[Diagnosis]) -> list[Diagnosis]:
         for d in results
         if d.tier != "vocabulary"
         or not any(s.explained_by != d.category and lines(s) & lines(d) for s in specific)
+    ]
+
+
+def drop_caught_vocabulary(results: list[Diagnosis], facts: Iterable[Fact]) -> list[Diagnosis]:
+    """A vocabulary diagnosis that read only errors a logging handler caught and printed (it
+    could not write a record) names no failure: the program went on (step 3d). A specific rule
+    on the same error (the disk that was full) still stands."""
+    caught = {
+        (line.path, line.lineno)
+        for fact in facts
+        if "logging_error" in fact.fields
+        for line in fact.evidence
+    }
+    return [
+        d
+        for d in results
+        if d.tier != "vocabulary" or any((e.path, e.lineno) not in caught for e in d.evidence)
     ]
 
 

@@ -38,10 +38,13 @@ TRIGGERS = {
         r"|exit(?:ed with)? (?:code|status)[: ]+(?:143|130)\b"
     ),
     # Values printed with print(): a tensor (or one row of it) that is all NaN, or a line that
-    # is only ``nan`` (print(loss.item())). Real logs print nothing else that way.
+    # is only ``nan`` (print(loss.item())), after a step count (print(step, loss.item())). Real
+    # logs print nothing else that way.
     "printed_nan": (
         r"(?i)^[ \t]*(?:tensor\([ \t]*)?\[+[ \t]*nan(?:,[ \t]*(?:nan|\.\.\.))+[ \t]*(?:\]|,[ \t]*$)"
-        r"|^[ \t]*nan[ \t]*$"
+        r"|^[ \t]*(?:\d+[ \t,:]{1,4})?nan[ \t]*$"
+        # numpy prints an array without commas: "[Total Loss, KL Loss] : [   nan    nan 2.33]"
+        r"|:[ \t]*\[[ \t]*nan[ \t]+(?:[^\]\n]*[ \t])?nan\b[^\]\n]*\][ \t]*$"
     ),
 }
 
@@ -305,7 +308,7 @@ class SeriesTracker:
                 # model's loss of 7 to 10 is a ratio of ten on it.
                 found += [
                     (d, [min(points, key=lambda p: p.value), points[-1]])
-                    for d in [trends.climbed(name, points)]
+                    for d in [trends.exploded(name, points) or trends.climbed(name, points)]
                     if d
                 ]
             elif name in ("it_s", "samples_s"):

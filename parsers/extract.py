@@ -117,6 +117,7 @@ class _Block:
     prefix_seen: bool = False  # a line after the header showed whether the prefix repeats
     lead: str = ""  # an error a logger printed before the header, on the header's line
     original: bool = False  # torch's "Original Traceback": a worker's, below the error it raised
+    logging_error: bool = False  # printed by a logging handler that could not write a record
     idle: int = 0  # lines of other ranks seen since this block's last line
     bare: bool = False  # opened by an exception line with no traceback above it
     ignored: bool = False  # Python printed it under "Exception ignored in": not fatal
@@ -176,6 +177,8 @@ class _SourceState:
     #: A traceback opened up to this line follows "Exception ignored in: ..." (a ``__del__``
     #: or a callback whose exception Python printed and ignored).
     ignored_until: int = -1
+    #: The line of the last ``--- Logging error ---``: the traceback right after it was caught.
+    logging_error_at: int = -10
     stats: SourceStats = field(default_factory=SourceStats)
 
     def busy(self) -> bool:
@@ -197,12 +200,14 @@ def _frame_phase(frame: traceback.Frame) -> str | None:
 
 def _quote(fields: dict[str, Any]) -> str:
     """The error as a summary quotes it: ``Type: message``; for an exception printed without a
-    message (a bare ``AssertionError``), the line of code that raised it; for a traceback cut
-    before its exception line, the call in progress."""
-    said = fields["message"] or fields.get("code", "")
-    if fields["qualname"] and said:
-        return f"{fields['qualname']}: {said}"
-    return fields["qualname"] or said or "a traceback cut before its error line"
+    message (a bare ``AssertionError``), or one whose message a paste cut, the line of code it
+    stopped at: ``AssertionError at assert os.path.exists(path)``."""
+    name, message, code = fields["qualname"], fields["message"], fields.get("code", "")
+    if message:
+        return f"{name}: {message}" if name else message
+    if code:
+        return f"{name} at {code}" if name else f"a traceback cut at {code}"
+    return name or "a traceback cut before its error line"
 
 
 def _chain_phases(members: list[traceback.ExceptionInfo]) -> list[str]:
@@ -637,12 +642,20 @@ class Extractor:
             state.cxx_wait -= 1
             if not state.cxx_wait and state.cxx_throw is not None:
                 self._cxx_without_what(state, out)
+        if mask & bits.exceptions and failure.IGNORED.search(line.text):
+            # Even inside a block: logging's "Call stack:" follows the traceback it printed.
+            state.ignored_until = state.lineno + 2
+        elif mask & bits.exceptions and failure.LOGGING_ERROR.search(line.text):
+            state.logging_error_at = state.lineno
         if self._in_block(state, line, out, starts_record=bool(mask & bits.records), mask=mask):
             return
         if not mask:
             return
         if mask & bits.traceback:
-            block = state.blocks[line.rank] = _Block(ignored=state.lineno <= state.ignored_until)
+            block = state.blocks[line.rank] = _Block(
+                ignored=state.lineno <= state.ignored_until,
+                logging_error=state.lineno == state.logging_error_at + 1,
+            )
             ipython = traceback.IPYTHON_HEADER.match(line.text)
             if ipython:
                 block.ipython = ipython["qualname"]
@@ -930,6 +943,8 @@ class Extractor:
                 fields["detail"] = fields["calls"]
             if exc.cut and block.original:
                 fields["reraised"] = True
+            if block.logging_error:
+                fields["logging_error"] = True
             if exc.cut and fields["message"]:
                 fields["detail"] = f"{fields['message']} {fields['detail']}"[:_DETAIL_CHARS]
             fields["quote"] = _quote(fields)

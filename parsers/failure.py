@@ -43,12 +43,19 @@ EXCEPTION_TRIGGERS: dict[str, str] = {
     # macOS's C++ runtime says it in one line: "libc++abi: terminating with uncaught exception
     # of type std::length_error: vector" (then the shell's "Abort trap: 6").
     "cxx_libcxxabi": r"terminating with uncaught exception of type ",
-    "exception_ignored": r"Exception ignored in|Found from :\s*$",
+    "exception_ignored": (
+        r"Exception ignored in|Found from :\s*$|--- Logging error ---|^\s*Call stack:\s*$"
+    ),
 }
 #: The stack after this line is no error: Python's word that the traceback was printed and
-#: ignored (``__del__``, atexit), or Inductor's note of where a graph came from ("skipping
+#: ignored (``__del__``, atexit, the "Call stack:" of a call whose record a logging handler
+#: could not write), or Inductor's note of where a graph came from ("skipping
 #: cudagraphs due to cpu device (cat_1). Found from :") before the frames it quotes.
-IGNORED = re.compile(r"^\s*Exception ignored in\b|\bFound from :\s*$")
+IGNORED = re.compile(r"^\s*Exception ignored in\b|\bFound from :\s*$|^\s*Call stack:\s*$")
+#: The traceback after this line is one that a logging handler caught and printed (it could not
+#: write a record): the program goes on. Its error still counts (a full disk), but it never
+#: ended a run.
+LOGGING_ERROR = re.compile(r"^\s*--- Logging error ---\s*$")
 
 # Each wording once: the prefilter's trigger and the parser's regex are built from it.
 _CORE_SIGNAL = (

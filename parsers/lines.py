@@ -45,7 +45,7 @@ _PREFIX = re.compile(
       | \[1,(?P<mpirank>\d{{1,7}})\]<std(?:out|err)>:\s?   # mpirun --tag-output
       | \[?(?P<time>{_TIMESTAMP})\]?(?:\s*[-|:]\s+|\s+|$)  # ISO and logging timestamps
       | >(?!>>)[ ]?                                          # a markdown or e-mail quote
-      | E[ ]{{3}}(?=\S)                                      # pytest's exception lines
+      | E(?:[ ]{{3}}(?=[ ]*\S)|[ ]*$)                         # pytest's exception lines
       | (?P<emphasis>\*\*)(?=[A-Za-z])                        # **RuntimeError: ...**
     )""",
     re.VERBOSE,

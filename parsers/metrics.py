@@ -90,6 +90,10 @@ _MEMORY_UNITS = {"k": 1 / 2**20, "m": 1 / 2**10, "g": 1.0, "t": 1024.0}
 _PLAIN_STEP = re.compile(
     r"(?i)\b(?:global[_ ]step|step|iteration|iter)\s{0,32}[:=]?\s{0,32}(?P<step>\d+)\b"
 )
+#: A value's running average in brackets after it, when that is not finite (``(inf)``, ``(nan)``).
+_RUNNING_NONFINITE = re.compile(r"\s{1,4}\(\s?(?P<value>[-+]?(?:nan|inf))\s?\)", re.IGNORECASE)
+#: The names a running average is read for: losses (a named one has no canonical name).
+_LOSSES = frozenset({"loss", "eval_loss", None})
 #: An epoch counted out of a total that no ``key: value`` pair gave (CNTK's ``Epoch[3 of 20]``).
 _EPOCH_OF = re.compile(r"(?i)\bepoch\s{0,4}\[?\s{0,4}(?P<epoch>\d+)\s{0,4}(?:of|/)\s{0,4}\d+")
 #: A bracketed counter, the step of torchvision's MetricLogger and of the ImageNet example
@@ -304,6 +308,12 @@ def parse_metrics(text: str) -> dict[str, float]:
             value = _value(number)
         except ValueError:
             continue
+        running = _RUNNING_NONFINITE.match(text, end - 1) if name in _LOSSES else None
+        if running is not None and math.isfinite(value):
+            # MetricLogger's ``loss: 6.7223 (inf)``: the run's average is not finite, so some
+            # step's loss was not either, whatever this step's value. (A grad norm's is, under
+            # a loss scaler that skips the steps whose gradients overflowed.)
+            value = _value(running["value"])
         if name is None:
             if named_loss is None and not _NOT_TRAINING.search(key):
                 named_loss = value

@@ -67,7 +67,7 @@ TRIGGERS = {
     # rich's boxed traceback header (no colon after the parenthesis).
     "traceback_rich": r"Traceback \(most recent call last\) ─",
     # IPython's header: the exception's name, padding, and no colon.
-    "traceback_ipython": r"^[\w.]+ {2,}Traceback \(most recent call last\)\s*$",
+    "traceback_ipython": r"[\w.]+ {2,}Traceback \(most recent call last\)\s*$",
 }
 
 #: A block keeps its first HEAD_LINES and its last TAIL_LINES lines; what lies between (a
@@ -190,7 +190,7 @@ def unbox(text: str) -> str:
     return ""
 
 
-IPYTHON_HEADER = re.compile(r"^(?P<qualname>[\w.]+) {2,}Traceback \(most recent call last\)\s*$")
+IPYTHON_HEADER = re.compile(r"^\s*(?P<qualname>[\w.]+) {2,}Traceback \(most recent call last\)\s*$")
 #: IPython 8's frame (``File ~/x.py:101, in f(self)``, ``Cell In[4], line 2``) and the older
 #: one (``/x/y.py in f(self, a)``, ``<ipython-input-14-495233eaf2b4> in <module>``), whose
 #: line number only its arrow line shows.

@@ -83,7 +83,7 @@ def divergence(name: str, points: list[Point]) -> Draft | None:
 
 #: Loss values no healthy run prints: a loss or a gradient norm this large is an explosion even
 #: when the log shows too few points to compare it with its own history.
-EXPLODED = {"loss": 1e5, "grad_norm": 1e5}
+EXPLODED = {"loss": 1e5, "grad_norm": 1e5, "ppl": 1e7}
 #: Points a few-point detector needs (a pasted excerpt shows a handful of records).
 FEW_POINTS = 3
 
@@ -205,6 +205,11 @@ def erratic(name: str, points: list[Point]) -> Draft | None:
 
 #: Class counts whose chance-level cross-entropy, ln(k), a stuck classifier prints for ever.
 _CLASS_COUNTS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 21, 80, 81, 91, 100, 200, 1000)
+#: Output sizes of self-supervised heads and language models (DINO's 65536 prototypes, BERT's
+#: and Llama's vocabularies). Their ln(k) is also where such a model starts, so a loss there
+#: is judged only past the run's start (a step of 100 or an epoch of 1 printed beside it).
+_OUTPUT_SIZES = (4096, 8192, 16384, 30522, 32000, 32768, 50257, 65536, 131072)
+_PAST_START_STEP, _PAST_START_EPOCH = 100, 1
 _CHANCE_TOLERANCE = 0.002
 
 
@@ -215,7 +220,9 @@ def at_chance(name: str, points: list[Point]) -> Draft | None:
     tail = points[-FEW_POINTS:]
     if name != "loss" or len(tail) < FEW_POINTS or len(points) >= MIN_POINTS["plateau"]:
         return None
-    for classes in _CLASS_COUNTS:
+    started = tail[0].step is not None and tail[0].step >= _PAST_START_STEP
+    started = started or (tail[0].epoch is not None and tail[0].epoch >= _PAST_START_EPOCH)
+    for classes in _CLASS_COUNTS + (_OUTPUT_SIZES if started else ()):
         chance = math.log(classes)
         if all(abs(p.value - chance) <= _CHANCE_TOLERANCE * chance + 5e-4 for p in tail):
             # A loss at chance never improved, whatever its first record happened to be.

@@ -230,9 +230,9 @@ def test_a_bare_assertion_error_is_read_by_its_assert_statement() -> None:
     )
     (fact,) = [f for f in report.facts if f["kind"] == "exception"]
     assert fact["code"] == "assert os.path.exists(self.path2)"
-    assert fact["quote"] == "AssertionError: assert os.path.exists(self.path2)"
+    assert fact["quote"] == "AssertionError at assert os.path.exists(self.path2)"
     assert categories(report) == ["data_error"]
-    assert "(AssertionError: assert os.path.exists(self.path2))" in report.diagnoses[0].summary
+    assert "(AssertionError at assert os.path.exists(self.path2))" in report.diagnoses[0].summary
 
 
 def test_an_unknown_bare_assertion_names_its_statement() -> None:
@@ -279,3 +279,39 @@ def test_a_cut_worker_traceback_is_the_tail_of_the_error_above_it() -> None:
     (cut,) = [f for f in report.facts if f["kind"] == "exception" and f.get("cut")]
     assert cut["reraised"]
     assert categories(report) == ["dataloader_worker"]
+
+
+def test_a_traceback_a_logging_handler_printed_is_no_failure() -> None:
+    # flair on a Windows console (flairNLP/flair#718): the record could not be encoded.
+    report = run_text(
+        """\
+        --- Logging error ---
+        Traceback (most recent call last):
+          File "...\\lib\\logging\\__init__.py", line 1037, in emit
+            stream.write(msg + self.terminator)
+        UnicodeEncodeError: 'charmap' codec can't encode characters in position 28-31: character maps to <undefined>
+        Call stack:
+          File "...flair_lm.py", line 33, in <module>
+          File "...\\flair\\trainers\\language_model_trainer.py", line 336, in train
+            log.info(self.model.generate_text())
+        Message: (...)
+        Arguments: ()
+        """
+    )
+    assert report.diagnoses == []
+    (fact,) = [f for f in report.facts if f["kind"] == "exception"]
+    assert fact["logging_error"]
+
+
+def test_an_ipython_traceback_inside_pytest_output_is_read() -> None:
+    # papermill run under pytest (microsoft/nlp-recipes#501): every line behind pytest's "E".
+    report = run_text(
+        """\
+        E           ImportError                               Traceback (most recent call last)
+        E           <ipython-input-1-14cd61902c6c> in <module>
+        E                 8 from sklearn.metrics import classification_report
+        E           ----> 9 from utils_nlp.models.transformers.sequence_classification import SequenceClassifier
+        E
+        """
+    )
+    assert categories(report) == ["import_error"]
