@@ -170,13 +170,8 @@ class SeriesTracker:
         """Whether a metric line's epoch went back to where this run began, after at least
         :data:`RESTART_EPOCHS` more: the same job started again (a second run in one log)."""
         epoch = metrics.get("epoch")
-        if epoch is None or not math.isfinite(epoch):
+        if epoch is None or self._first_epoch is None or self._top_epoch is None:
             return False
-        if self._first_epoch is None:
-            self._first_epoch = self._top_epoch = epoch
-            return False
-        assert self._top_epoch is not None
-        self._top_epoch = max(self._top_epoch, epoch)
         return epoch <= self._first_epoch and self._top_epoch >= self._first_epoch + RESTART_EPOCHS
 
     def observe(
@@ -192,6 +187,10 @@ class SeriesTracker:
                 return []
         if "step" in metrics and math.isfinite(metrics["step"]):  # int() of it must hold
             self.last_step = metrics["step"]
+        epoch = metrics.get("epoch")
+        if epoch is not None and math.isfinite(epoch):
+            self._first_epoch = epoch if self._first_epoch is None else self._first_epoch
+            self._top_epoch = epoch if self._top_epoch is None else max(self._top_epoch, epoch)
         lr = metrics.get("lr")
         if lr is not None and math.isfinite(lr) and lr > 0:
             self.latest["lr"] = lr

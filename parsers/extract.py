@@ -592,13 +592,9 @@ class Extractor:
     def _line(
         self, state: _SourceState, raw: bytes, mask: int, out: list[Finding], marker: str | None
     ) -> None:
-        first = len(out)
+        first = self._closed_findings = len(out)
         if mask & self._bits.attempts and self._attempt_has_content:
-            # What the last attempt left open (an exception and its message) belongs to it.
-            self.flush_blocks(state.name, out)
-            self._new_attempt(out)
-            first = len(out)
-        self._closed_findings = first
+            self._restart(state, out)
         try:
             self._read_line(state, raw, mask, out, marker)
         except Exception as error:
@@ -614,8 +610,9 @@ class Extractor:
             self._attempt_has_content = True
 
     def _restart(self, state: _SourceState, out: list[Finding]) -> None:
-        """An epoch counter back at its start: what was read so far was one attempt, and its
-        findings (the trends :meth:`conclude` finds in it) keep that attempt's number."""
+        """The line begins a new attempt (a restart marker, an epoch counter back at its start):
+        what the last attempt left open (an exception and its message) and the trends
+        :meth:`conclude` finds in it keep that attempt's number."""
         self.flush_blocks(state.name, out)
         self._new_attempt(out)
         self._closed_findings = len(out)
@@ -692,7 +689,6 @@ class Extractor:
                 found = metrics.parse_metrics(text)
                 if found and self.series.restarts(found):
                     self._restart(state, out)
-                    self.series.restarts(found)  # the new run's first epoch
                 if found:
                     for draft in self.series.observe(found, line, seconds):
                         out.append(Finding(draft, [line], line.rank))
@@ -720,9 +716,8 @@ class Extractor:
     def _open_bare_exception(self, state: _SourceState, line: LogLine) -> bool:
         """Open a frameless block at an exception line that stands without a traceback (see
         :mod:`.failure`); True if the line was one."""
-        if failure.IGNORED.search(line.text):
-            state.ignored_until = state.lineno + 2
-            return False
+        if state.ignored_until == state.lineno + 2:
+            return False  # _read_line found the line saying the stack after it is no error
         thrown = failure.cxx_exception(line.text)
         if thrown is not None:
             state.cxx_throw, state.cxx_wait = (line, thrown), _CXX_WHAT_LINES
@@ -932,21 +927,18 @@ class Extractor:
             }
             if exc.cut:
                 fields["cut"] = True
-            if (exc.cut or not exc.message.strip()) and exc.frames:
+            if exc.cut or not exc.message.strip():
                 # The call in progress in the innermost frame (for a bare ``AssertionError``, the
                 # assert statement): all that says where it stopped.
-                fields["code"] = exc.frames[-1].code[:200]
-                # Without a message, the words an expert reads are the frames' own.
-                fields["detail"] = f"{fields['code']} {fields['calls']}".strip()
-            elif exc.cut:
-                fields["code"] = ""
-                fields["detail"] = fields["calls"]
+                fields["code"] = exc.frames[-1].code[:200] if exc.frames else ""
+                # Without a message, the words an expert reads are the frames' own (after what
+                # a logger printed before the traceback, when it did).
+                said = (fields["message"], fields["code"], fields["calls"])
+                fields["detail"] = " ".join(filter(None, said))[:_DETAIL_CHARS]
             if exc.cut and block.original:
                 fields["reraised"] = True
             if block.logging_error:
                 fields["logging_error"] = True
-            if exc.cut and fields["message"]:
-                fields["detail"] = f"{fields['message']} {fields['detail']}"[:_DETAIL_CHARS]
             fields["quote"] = _quote(fields)
             if index > 0:
                 fields["cause_type"] = members[index - 1].type
