@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from .lazy import lazy_compile
+
 TRIGGERS = {
     "config_framework": (
         r"\*\*\*\*\* Running training \*\*\*\*\*|TrainingArguments\(|DeepSpeed info: version"
@@ -35,19 +37,22 @@ TRIGGERS = {
 }
 
 _FRAMEWORK_MARKERS = [
-    ("kohya", re.compile(r"running training / |train_network\.py|sdxl_train|num train images \*")),
+    (
+        "kohya",
+        lazy_compile(r"running training / |train_network\.py|sdxl_train|num train images \*"),
+    ),
     (
         "deepspeed",
-        re.compile(
+        lazy_compile(
             r"DeepSpeed info: version|\[deepspeed\]|deepspeed\.|DeepSpeedEngine"
             # its logger's own records: [logging.py:96:log_dist], checkpoint engine, accelerator
             r"|log_dist\]|_checkpoint_engine\.py:|ds_accelerator"
         ),
     ),
-    ("megatron", re.compile(r"(?i)megatron|using world size: \d+")),
-    ("lightning", re.compile(r"GPU available: |LOCAL_RANK: \d+ - CUDA_VISIBLE|lightning")),
-    ("accelerate", re.compile(r"Distributed environment: |Mixed precision type: ")),
-    ("hf", re.compile(r"\*\*\*\*\* Running training|TrainingArguments\(|Instantaneous batch")),
+    ("megatron", lazy_compile(r"(?i)megatron|using world size: \d+")),
+    ("lightning", lazy_compile(r"GPU available: |LOCAL_RANK: \d+ - CUDA_VISIBLE|lightning")),
+    ("accelerate", lazy_compile(r"Distributed environment: |Mixed precision type: ")),
+    ("hf", lazy_compile(r"\*\*\*\*\* Running training|TrainingArguments\(|Instantaneous batch")),
 ]
 
 # At most 9 digits: a longer number is no batch size (and int() refuses over 4,300 digits).
@@ -56,49 +61,53 @@ _FLOAT = r"(?P<value>[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)"
 _BOOL = r"(?P<value>True|False|true|false)"
 _SEP = r"\s*(?:=|:|\.{2,}|\s)\s*"
 _VALUES: list[tuple[str, re.Pattern[str], str | None]] = [
-    ("micro_batch", re.compile(r"Instantaneous batch size per device = " + _INT), "hf"),
-    ("micro_batch", re.compile(r"per_device_train_batch_size" + _SEP + _INT), None),
-    ("micro_batch", re.compile(r"train_micro_batch_size_per_gpu['\"]?" + _SEP + _INT), "deepspeed"),
-    ("micro_batch", re.compile(r"batch size per device / \S+\s*:?\s*" + _INT), "kohya"),
-    ("micro_batch", re.compile(r"\btrain_batch_size\s*=\s*" + _INT), None),
-    ("micro_batch", re.compile(r"\bmicro_batch_size\b" + _SEP + _INT), "megatron"),
-    ("micro_batch", re.compile(r"(?i)\bbatch[_ ]size\s*[=:]\s*" + _INT), None),
-    ("grad_accum", re.compile(r"Gradient Accumulation steps = " + _INT), "hf"),
-    ("grad_accum", re.compile(r"gradient[_ ]accumulation[_ ]steps['\"]?" + _SEP + _INT), None),
-    ("grad_accum", re.compile(r"gradient accumulation steps / \S+\s*=?\s*" + _INT), "kohya"),
-    ("grad_accum", re.compile(r"accumulate_grad_batches\s*[=:]\s*" + _INT), "lightning"),
-    ("lr", re.compile(r"\blearning_rate\s*[=:]\s*" + _FLOAT), None),
-    ("max_grad_norm", re.compile(r"\bmax_grad_norm\s*[=:]\s*" + _FLOAT), None),
-    ("max_grad_norm", re.compile(r"\bgradient_clipping['\"]?" + _SEP + _FLOAT), "deepspeed"),
-    ("gradient_checkpointing", re.compile(r"\bgradient_checkpointing\s*[=:]\s*" + _BOOL), None),
-    ("fp16", re.compile(r"\bfp16(?:_enabled)?['\"]?" + _SEP + _BOOL), None),
-    ("bf16", re.compile(r"\bbf16(?:_enabled)?['\"]?" + _SEP + _BOOL), None),
-    ("precision", re.compile(r"Mixed precision type: (?P<value>\w+)"), "accelerate"),
+    ("micro_batch", lazy_compile(r"Instantaneous batch size per device = " + _INT), "hf"),
+    ("micro_batch", lazy_compile(r"per_device_train_batch_size" + _SEP + _INT), None),
+    (
+        "micro_batch",
+        lazy_compile(r"train_micro_batch_size_per_gpu['\"]?" + _SEP + _INT),
+        "deepspeed",
+    ),
+    ("micro_batch", lazy_compile(r"batch size per device / \S+\s*:?\s*" + _INT), "kohya"),
+    ("micro_batch", lazy_compile(r"\btrain_batch_size\s*=\s*" + _INT), None),
+    ("micro_batch", lazy_compile(r"\bmicro_batch_size\b" + _SEP + _INT), "megatron"),
+    ("micro_batch", lazy_compile(r"(?i)\bbatch[_ ]size\s*[=:]\s*" + _INT), None),
+    ("grad_accum", lazy_compile(r"Gradient Accumulation steps = " + _INT), "hf"),
+    ("grad_accum", lazy_compile(r"gradient[_ ]accumulation[_ ]steps['\"]?" + _SEP + _INT), None),
+    ("grad_accum", lazy_compile(r"gradient accumulation steps / \S+\s*=?\s*" + _INT), "kohya"),
+    ("grad_accum", lazy_compile(r"accumulate_grad_batches\s*[=:]\s*" + _INT), "lightning"),
+    ("lr", lazy_compile(r"\blearning_rate\s*[=:]\s*" + _FLOAT), None),
+    ("max_grad_norm", lazy_compile(r"\bmax_grad_norm\s*[=:]\s*" + _FLOAT), None),
+    ("max_grad_norm", lazy_compile(r"\bgradient_clipping['\"]?" + _SEP + _FLOAT), "deepspeed"),
+    ("gradient_checkpointing", lazy_compile(r"\bgradient_checkpointing\s*[=:]\s*" + _BOOL), None),
+    ("fp16", lazy_compile(r"\bfp16(?:_enabled)?['\"]?" + _SEP + _BOOL), None),
+    ("bf16", lazy_compile(r"\bbf16(?:_enabled)?['\"]?" + _SEP + _BOOL), None),
+    ("precision", lazy_compile(r"Mixed precision type: (?P<value>\w+)"), "accelerate"),
     (
         "precision",
-        re.compile(r"\bmixed_precision\s*[=:]\s*['\"]?(?P<value>fp16|bf16|no|fp8)"),
+        lazy_compile(r"\bmixed_precision\s*[=:]\s*['\"]?(?P<value>fp16|bf16|no|fp8)"),
         None,
     ),
     (
         "precision",
-        re.compile(r"Using (?P<value>16)bit (?:native )?Automatic Mixed Precision"),
+        lazy_compile(r"Using (?P<value>16)bit (?:native )?Automatic Mixed Precision"),
         "lightning",
     ),
     (
         "precision",
-        re.compile(r"\bprecision\s*=\s*['\"]?(?P<value>16-mixed|bf16-mixed|16|bf16|32)"),
+        lazy_compile(r"\bprecision\s*=\s*['\"]?(?P<value>16-mixed|bf16-mixed|16|bf16|32)"),
         "lightning",
     ),
     # Not the advice the OOM message itself gives ("try setting PYTORCH_CUDA_ALLOC_CONF=..."):
     # that is PyTorch's suggestion, not the run's setting.
     (
         "alloc_conf",
-        re.compile(
+        lazy_compile(
             r"(?<!setting )(?<!set )PYTORCH_CUDA_ALLOC_CONF\s*[=:]\s*['\"]?(?P<value>[\w:,.]+)"
         ),
         None,
     ),
-    ("world_size", re.compile(r"(?i)\bworld[_ ]size\s*[=:]?\s*" + _INT), None),
+    ("world_size", lazy_compile(r"(?i)\bworld[_ ]size\s*[=:]?\s*" + _INT), None),
 ]
 
 

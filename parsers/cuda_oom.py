@@ -37,12 +37,11 @@ out.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Any
 
 from .base import Draft, never_raises, to_gib
-from .lazy import pp
+from .lazy import lazy_compile, pp
 
 TRIGGERS: dict[str, str] = {
     "cuda_oom_message": r"(?:CUDA|HIP) out of memory",
@@ -56,7 +55,7 @@ TRIGGERS: dict[str, str] = {
 
 # (?<!\d): a match starts where a number does; inside a long run of digits every start would
 # rescan the run (quadratic: 65 s on a 20,000-digit line).
-_ALLOWED = re.compile(r"(?<!\d)\d+(?:\.\d+)? ?[KMGT]?i?B(?:ytes)? allowed")
+_ALLOWED = lazy_compile(r"(?<!\d)\d+(?:\.\d+)? ?[KMGT]?i?B(?:ytes)? allowed")
 
 
 @lru_cache(maxsize=1)

@@ -17,12 +17,12 @@ reported.
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections import Counter, deque
 
 from . import trends
 from .base import Draft
+from .lazy import lazy_compile
 from .lines import LogLine
 
 TRIGGERS = {
@@ -48,13 +48,13 @@ TRIGGERS = {
     ),
 }
 
-_SCALE = re.compile(
+_SCALE = lazy_compile(
     r"(?i)(?:reduced to|reducing to|(?:setting|reducing) loss scale to:?"
     r"|Minimum loss scale reached \("
     r"|loss scale from \S+ to|Grad scale is small:)\s*"
     r"(?P<scale>\d+(?:\.\d*)?(?:e[-+]?\d+)?)"
 )
-_AT_MINIMUM = re.compile(r"(?i)already at minimum|Minimum loss scale reached")
+_AT_MINIMUM = lazy_compile(r"(?i)already at minimum|Minimum loss scale reached")
 WINDOW = 256
 #: Non-finite values in a row after which a metric has not recovered (nor at the log's end).
 PERSISTED = 2
@@ -64,7 +64,7 @@ MIN_OVERFLOWS = 3
 #: fairseq's scaler starts at 128, not 2**16 like torch's, apex's and DeepSpeed's, and probes
 #: upwards every window, so its "setting loss scale to: 4.0" notes are routine: the same depth
 #: below its start is 2**13 times smaller.
-_SMALL_START = re.compile(r"(?i)NOTE: overflow detected, setting loss scale to")
+_SMALL_START = lazy_compile(r"(?i)NOTE: overflow detected, setting loss scale to")
 COLLAPSED_SMALL_START = COLLAPSED_SCALE / 2**13
 #: Below this a scale has collapsed however few overflows were logged: every scaler's floor is
 #: above it (fairseq's default min_loss_scale is 1e-4; torch's, apex's and DeepSpeed's are 1).
@@ -73,10 +73,10 @@ _WATCHED = ("loss", "grad_norm", "eval_loss")
 #: Bare ``nan`` lines it takes to say the run's printed values went NaN (one may be anything);
 #: a printed tensor of NaN says it at once.
 PRINTED_NAN_LINES = 3
-_TENSOR_OF_NAN = re.compile(r"(?i)\[[ \t]*nan[ \t]*,")
+_TENSOR_OF_NAN = lazy_compile(r"(?i)\[[ \t]*nan[ \t]*,")
 # The module's triggers share one prefilter bit: each handler checks its own line again.
-STOPPED = re.compile(TRIGGERS["stopped"])
-_PRINTED_NAN = re.compile(TRIGGERS["printed_nan"])
+STOPPED = lazy_compile(TRIGGERS["stopped"])
+_PRINTED_NAN = lazy_compile(TRIGGERS["printed_nan"])
 SERIES_CAPACITY = 2048
 #: Records of a stretch of zero learning rates kept to judge it.
 LR_ZERO_KEPT = 2048

@@ -33,6 +33,7 @@ import re
 
 from .base import Draft, never_raises
 from .failure import bare_exception
+from .lazy import lazy_compile
 
 _LEVEL = r"(?:ERROR|CRITICAL|FATAL)"
 _GLOG = r"^[EF]\d{4} \d\d:\d\d:\d\d"  # glog: E1123 12:00:00.123456  1234 file.cc:12] ...
@@ -91,15 +92,15 @@ _NCCL_RESULTS = {
     "6": "ncclRemoteError",
 }
 
-_COMPILED = {name: re.compile(rx) for name, rx in TRIGGERS.items()}
-_LEVEL_MESSAGE = re.compile(
+_COMPILED = {name: lazy_compile(rx) for name, rx in TRIGGERS.items()}
+_LEVEL_MESSAGE = lazy_compile(
     rf"{_LEVEL}[^\w(]{{0,4}}(?:[\w.]+:\d*\s*-*\s*|\([\w.]+\)\s*)?(?P<message>.*)"
 )
-_TRAILING_LEVEL = re.compile(rf"(?:{_GLOG}[^\]]*\]|{_RAY}|{_C10}|{_KIT})\s*(?P<message>.*)")
+_TRAILING_LEVEL = lazy_compile(rf"(?:{_GLOG}[^\]]*\]|{_RAY}|{_C10}|{_KIT})\s*(?P<message>.*)")
 #: Routine lines that carry the word: a run that prints its error count, a retry it survived.
-_ROUTINE = re.compile(r"(?i)\b(?:0 errors?|no errors?|errors?: 0|warn(?:ing)?:|retry|retrying)\b")
+_ROUTINE = lazy_compile(r"(?i)\b(?:0 errors?|no errors?|errors?: 0|warn(?:ing)?:|retry|retrying)\b")
 _DETAIL_CHARS = 1000
-_INFO = re.compile(r"\b(?:INFO|DEBUG)\b")
+_INFO = lazy_compile(r"\b(?:INFO|DEBUG)\b")
 
 
 def _message(signature: str, text: str) -> str:

@@ -12,7 +12,6 @@ summary) is open on a source: then every line is read until it closes.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from . import (
 from .base import CONTAINED, Draft, ParserErrors
 from .config import TRIGGERS as CONFIG_TRIGGERS
 from .config import parse_config
+from .lazy import lazy_compile
 from .lines import MAX_LINE_BYTES, TRUNCATION_MARKER, LogLine, make_line, to_seconds
 from .prefilter import Prefilter
 
@@ -83,16 +83,16 @@ _CALL_FRAMES = 8
 #: Characters of an exception's whole message (its lines joined) kept in its ``detail``.
 _DETAIL_CHARS = 1000
 _PHASES = [
-    ("generate", re.compile(r"(?i)generate|greedy_search|beam_search|_sample\b|sample_")),
+    ("generate", lazy_compile(r"(?i)generate|greedy_search|beam_search|_sample\b|sample_")),
     (
         "eval",
-        re.compile(
+        lazy_compile(
             r"(?i)evaluat|prediction_step|validation_step|test_step|predict|\beval|^test\b|^valid"
         ),
     ),
-    ("save", re.compile(r"(?i)save|_checkpoint\b|serializ")),
-    ("load", re.compile(r"(?i)\bload|from_pretrained|_load")),
-    ("data", re.compile(r"(?i)__getitem__|_worker_loop|collate|fetch\b|__next__")),
+    ("save", lazy_compile(r"(?i)save|_checkpoint\b|serializ")),
+    ("load", lazy_compile(r"(?i)\bload|from_pretrained|_load")),
+    ("data", lazy_compile(r"(?i)__getitem__|_worker_loop|collate|fetch\b|__next__")),
 ]
 
 
@@ -127,11 +127,11 @@ class _Block:
 
 _TRACEBACK_HEADER = "Traceback (most recent call last):"
 #: What a logger puts between its message and a traceback printed on the same line.
-_TRACEBACK_LEAD_IN = re.compile(r"(?i)[\s,;:.-]*traceback:?\s*$")
+_TRACEBACK_LEAD_IN = lazy_compile(r"(?i)[\s,;:.-]*traceback:?\s*$")
 #: Lines that a traceback's frames state consumes and that no prefix, ANSI or \r rewrite
 #: changes: frame lines and code lines (see Extractor._skip_frames).
-_FRAME_RUN = re.compile(rb'(?:(?:  File "|    (?!E   )[A-Za-z_])[^\r\x1b\n]{0,4000}\n)+')
-_DIGIT = re.compile(r"\d")
+_FRAME_RUN = lazy_compile(rb'(?:(?:  File "|    (?!E   )[A-Za-z_])[^\r\x1b\n]{0,4000}\n)+')
+_DIGIT = lazy_compile(r"\d")
 
 
 def _shape(text: str) -> str:
@@ -1186,17 +1186,17 @@ _WRITERS = [
     # Semaphores and shared tensors live in /dev/shm.
     (
         "/dev/shm",
-        re.compile(r"SemLock|multiprocessing/synchronize\.py|_share_filename|_new_shared"),
+        lazy_compile(r"SemLock|multiprocessing/synchronize\.py|_share_filename|_new_shared"),
     ),
     # Library caches: HF datasets' map/save, hub downloads, torch.hub.
     (
         "cache",
-        re.compile(
+        lazy_compile(
             r"datasets/arrow_(?:writer|dataset)\.py|huggingface_hub/file_download\.py|torch/hub\.py"
         ),
     ),
     # tempfile's files go to TMPDIR (by default /tmp).
-    ("/tmp", re.compile(r"/tempfile\.py")),
+    ("/tmp", lazy_compile(r"/tempfile\.py")),
 ]
 
 

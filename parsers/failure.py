@@ -25,11 +25,11 @@ A fatal line says how a run ended, not why: it is the evidence of last resort, r
 
 from __future__ import annotations
 
-import re
 import signal
 from typing import Any
 
 from .base import Draft, never_raises
+from .lazy import lazy_compile
 
 #: Lines that may hold an exception without a traceback (read by the extractor, not by parse).
 EXCEPTION_TRIGGERS: dict[str, str] = {
@@ -51,11 +51,11 @@ EXCEPTION_TRIGGERS: dict[str, str] = {
 #: ignored (``__del__``, atexit, the "Call stack:" of a call whose record a logging handler
 #: could not write), or Inductor's note of where a graph came from ("skipping
 #: cudagraphs due to cpu device (cat_1). Found from :") before the frames it quotes.
-IGNORED = re.compile(r"^\s*Exception ignored in\b|\bFound from :\s*$|^\s*Call stack:\s*$")
+IGNORED = lazy_compile(r"^\s*Exception ignored in\b|\bFound from :\s*$|^\s*Call stack:\s*$")
 #: The traceback after this line is one that a logging handler caught and printed (it could not
 #: write a record): the program goes on. Its error still counts (a full disk), but it never
 #: ended a run.
-LOGGING_ERROR = re.compile(r"^\s*--- Logging error ---\s*$")
+LOGGING_ERROR = lazy_compile(r"^\s*--- Logging error ---\s*$")
 
 # Each wording once: the prefilter's trigger and the parser's regex are built from it.
 _CORE_SIGNAL = (
@@ -90,7 +90,7 @@ _QUALNAME = (
     r"(?:(?:[A-Za-z_]\w*(?:\.|::))*(?:_?[A-Z]\w*(?:Error|Exception|Interrupt|Failure|Fault)|Exception)"
     r"|(?:[A-Za-z_]\w*\.)*(?:exc|exceptions|errors)\.[A-Z]\w*)"
 )
-_BARE = re.compile(
+_BARE = lazy_compile(
     # Ray wraps the error a task raised: ``ray.exceptions.RayTaskError(OutOfMemoryError): ...``.
     rf"(?:^|(?<=[\s:>|\]\-*`'\"(]))(?P<qualname>{_QUALNAME}(?:\([\w.]+\))?)(?:\[[\w.]+\])?"
     r"(?:(?P<colon>:)[ \t]*(?P<message>.*?))?[`*'\"]*\s*$"
@@ -98,14 +98,14 @@ _BARE = re.compile(
 #: What may stand before an exception line: a logger's level and name (``ERROR:root:``,
 #: ``[ERROR]``, ``| ERROR |``), a ranker's tag. Anything else is prose, accepted only when the
 #: exception carries a message (``I keep getting RuntimeError: ...``).
-_PREAMBLE_OK = re.compile(
+_PREAMBLE_OK = lazy_compile(
     r"[\W\d_]*(?:(?:ERROR|CRITICAL|FATAL|E)\b[\W\d_]*)?(?:[\w.<>-]+:\d*[\W\d_]*)?"
 )
 _MAX_PREAMBLE = 120
-_NOT_AN_ERROR = re.compile(r"(?i)warn|\braise\b|\bexcept\b|\bcatch|\bignor|\bhandl|\bretry")
-_CXX_TYPE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
-_CXX_WHAT = re.compile(r"^\s*what\(\):\s*(?P<message>.*)$")
-_LIBCXXABI = re.compile(
+_NOT_AN_ERROR = lazy_compile(r"(?i)warn|\braise\b|\bexcept\b|\bcatch|\bignor|\bhandl|\bretry")
+_CXX_TYPE = lazy_compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
+_CXX_WHAT = lazy_compile(r"^\s*what\(\):\s*(?P<message>.*)$")
+_LIBCXXABI = lazy_compile(
     r"terminating with uncaught exception of type (?P<type>[\w:<>, ]+?)(?:: (?P<message>.*))?$"
 )
 
@@ -119,13 +119,13 @@ _SIGNAL_NAMES = {
     "illegal instruction": "SIGILL",
     "killed": "SIGKILL",
 }
-_SIGNAL_WORD = re.compile(rf"(?i){_CORE_SIGNAL}\s*$")
-_SHELL_KILLED = re.compile(f"^{_SHELL}")
-_SIGNAL = re.compile(f"(?i){_RECEIVED}")
-_HANDLER_SIGNAL = re.compile(_HANDLER)
-_EXIT = re.compile(f"(?i){_EXIT_WORDS}")
+_SIGNAL_WORD = lazy_compile(rf"(?i){_CORE_SIGNAL}\s*$")
+_SHELL_KILLED = lazy_compile(f"^{_SHELL}")
+_SIGNAL = lazy_compile(f"(?i){_RECEIVED}")
+_HANDLER_SIGNAL = lazy_compile(_HANDLER)
+_EXIT = lazy_compile(f"(?i){_EXIT_WORDS}")
 #: Open MPI names the rank that died: "process rank 7 with PID 0 on node n1 exited on signal 9".
-_MPI_RANK = re.compile(r"\bprocess rank (\d+) with PID\b")
+_MPI_RANK = lazy_compile(r"\bprocess rank (\d+) with PID\b")
 
 
 def bare_exception(text: str) -> str | None:

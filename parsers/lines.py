@@ -25,11 +25,13 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from .lazy import lazy_compile
+
 #: Lines longer than this are cut, so that one pathological line cannot exhaust memory.
 MAX_LINE_BYTES = 64 * 1024
 TRUNCATION_MARKER = " …[crashcart: line truncated, {n} bytes]"
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_ANSI = lazy_compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 _TIMESTAMP = (
     r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
@@ -38,7 +40,7 @@ _TIMESTAMP = (
 # One prefix at a time, applied until none matches: launchers nest them freely
 # (`[default0]:[2024-...][INFO] ...`, `3: [rank3]: ...`). A rank has at most 7 digits: a longer
 # number is no rank (and int() refuses strings over 4,300 digits).
-_PREFIX = re.compile(
+_PREFIX = lazy_compile(
     rf"""\s*(?:
         \[(?:rank|default)(?P<rank>\d{{1,7}})\]:\s?        # torch 2.x [rank3]:, torchrun --tee [default0]:
       | (?P<srank>\d{{1,4}}):\s                            # srun -l / torchrun --tee 'N: '

@@ -26,6 +26,8 @@ import math
 import re
 from collections.abc import Iterator
 
+from .lazy import lazy_compile
+
 TRIGGERS = {
     # Non-finite values are rare and must never be sampled away: the main prefilter finds them.
     "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm|gnorm|xent)(?:[ _](?:total|sum|avg|mean))?['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*(?:tensor\()?[-+]?(?:nan|inf)",
@@ -52,54 +54,54 @@ METRIC_PATTERN = "|".join(f"(?:{rx})" for rx in METRIC_TRIGGERS.values())
 METRIC_LINE_PATTERN = METRIC_PATTERN.replace(r"\s", r"[^\S\n]").replace(r"[^\w/]", r"[^\w/\n]")
 
 _NUMBER = r"[-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
-_PROGRESS = re.compile(r"\|\s*(?P<step>\d+)/(?P<total>\d+)\s*\[")
+_PROGRESS = lazy_compile(r"\|\s*(?P<step>\d+)/(?P<total>\d+)\s*\[")
 # The metric regexes are Python's (a call into the RE2 wrapper costs more than the search on a
 # short line) and linear: every number starts where a number starts (``(?<![\d.])``, a run of
 # digits is tried once, not from each of its digits), every run of spaces is bounded, and the
 # line is cut to MAX_METRIC_TEXT characters.
 #: ``30.2it/s`` (tqdm), but not the number before a key ``it/s 5.1``: that one is the key's.
-_RATE = re.compile(r"(?<![\d.])(?P<rate>\d+(?:\.\d+)?)\s?(?P<unit>it/s|s/it)\b")
-_KEYED = re.compile(r"\s*[:=]?\s*\d")
+_RATE = lazy_compile(r"(?<![\d.])(?P<rate>\d+(?:\.\d+)?)\s?(?P<unit>it/s|s/it)\b")
+_KEYED = lazy_compile(r"\s*[:=]?\s*\d")
 #: ``it/s 5.1``, ``it/s: 5.1``, ``s/it=0.2``: the unit as a key, its value after it.
-_RATE_KEY = re.compile(r"(?<![\w.])(?P<unit>it/s|s/it)\s*[:=]?\s*(?P<rate>\d+(?:\.\d+)?)")
-_SAMPLES = re.compile(
+_RATE_KEY = lazy_compile(r"(?<![\w.])(?P<unit>it/s|s/it)\s*[:=]?\s*(?P<rate>\d+(?:\.\d+)?)")
+_SAMPLES = lazy_compile(
     r"(?<![\d.])(?P<rate>\d+(?:\.\d+)?)\s?(?:samples|tokens|tok)/s(?:ec)?\b|SamplesPerSec=(?P<rate2>\d+(?:\.\d+)?)"
 )
 #: Seconds a step took: AverageMeter's ``Time 0.414 (0.414)``, mmcv's ``time: 0.512``, Megatron's
 #: ``elapsed time per iteration (ms): 84606.2``. A decimal point is required, so that a clock
 #: time or a date (``time: 2021-01-13``) is never read as one. (Python regexes on a line cut to
 #: MAX_METRIC_TEXT characters.)
-_STEP_TIME = re.compile(
+_STEP_TIME = lazy_compile(
     r"(?i)(?<![\w/])(?:batch_|iter_|step_|epoch_)?time(?:_per_(?:step|iter\w*))?\s*[:=]?\s*"
     r"(?P<value>\d+\.\d+)(?P<ms>\s?ms\b)?"
 )
-_MEGATRON_TIME = re.compile(r"elapsed time per iteration \(ms\):\s*(?P<value>\d+(?:\.\d+)?)")
-_MEMORY = re.compile(
+_MEGATRON_TIME = lazy_compile(r"elapsed time per iteration \(ms\):\s*(?P<value>\d+(?:\.\d+)?)")
+_MEMORY = lazy_compile(
     r"(?i)\b(?:mem(?:ory)?(?:_usage|_allocated|_reserved)?|gpu_mem|max_mem\w{0,32}|rss)"
     r"\s{0,32}[:=]?\s{0,32}(?:cuda:\d{1,3}\s{0,32})?(?P<value>\d+(?:\.\d+)?)\s{0,32}"
     r"(?P<unit>[KMGT]i?B|[MG]\b)"
 )
 #: The generic keys of a memory line (the first that is not a peak: a maximum only ever rises).
-_MEMORY_KEYED = re.compile(
+_MEMORY_KEYED = lazy_compile(
     r"(?i)(?<![\w])(?<!max )(?<!peak )(?:allocated|current|used|mem(?:ory)?[_ ]usage)"
     r"\s{0,32}[:=]\s{0,32}(?P<value>\d+(?:\.\d+)?)(?![\d.]|\s?%)\s{0,32}(?P<unit>[KMGT]i?B|[MG]\b)?"
 )
 #: A unit the line names once for all its values: ``Mem memory (MB) | allocated: 20.4``.
-_MEMORY_UNIT_HINT = re.compile(r"\((?P<unit>[KMGT]i?B)\)")
+_MEMORY_UNIT_HINT = lazy_compile(r"\((?P<unit>[KMGT]i?B)\)")
 _MEMORY_UNITS = {"k": 1 / 2**20, "m": 1 / 2**10, "g": 1.0, "t": 1024.0}
-_PLAIN_STEP = re.compile(
+_PLAIN_STEP = lazy_compile(
     r"(?i)\b(?:global[_ ]step|step|iteration|iter)\s{0,32}[:=]?\s{0,32}(?P<step>\d+)\b"
 )
 #: A value's running average in brackets after it, when that is not finite (``(inf)``, ``(nan)``).
-_RUNNING_NONFINITE = re.compile(r"\s{1,4}\(\s?(?P<value>[-+]?(?:nan|inf))\s?\)", re.IGNORECASE)
+_RUNNING_NONFINITE = lazy_compile(r"\s{1,4}\(\s?(?P<value>[-+]?(?:nan|inf))\s?\)", re.IGNORECASE)
 #: The names a running average is read for: losses (a named one has no canonical name).
 _LOSSES = frozenset({"loss", "eval_loss", None})
 #: An epoch counted out of a total that no ``key: value`` pair gave (CNTK's ``Epoch[3 of 20]``).
-_EPOCH_OF = re.compile(r"(?i)\bepoch\s{0,4}\[?\s{0,4}(?P<epoch>\d+)\s{0,4}(?:of|/)\s{0,4}\d+")
+_EPOCH_OF = lazy_compile(r"(?i)\bepoch\s{0,4}\[?\s{0,4}(?P<epoch>\d+)\s{0,4}(?:of|/)\s{0,4}\d+")
 #: A bracketed counter, the step of torchvision's MetricLogger and of the ImageNet example
 #: (``Epoch: [0]  [ 100/1000]``, ``Epoch: [1][  21/1424]``, mmcv's ``Epoch [3][50/12414]``);
 #: one right after "epoch" counts epochs (``Epoch [2/10]``) and is skipped.
-_BRACKET_STEP = re.compile(
+_BRACKET_STEP = lazy_compile(
     r"(?i)(?P<epoch>epoch\W{0,4})?\[\s{0,8}(?P<step>\d+)\s{0,8}/\s{0,8}(?P<total>\d+)\s{0,8}\]"
 )
 
@@ -184,24 +186,27 @@ def _trie(words: list[str]) -> str:
 
 
 _KEYS = _trie(sorted(_CANONICAL))
-_NOT_TRAINING = re.compile(r"(?:^|[\s_/.-])(?:val|valid|validation|eval|test|dev)(?:$|[\s_/.-])")
+_NOT_TRAINING = lazy_compile(r"(?:^|[\s_/.-])(?:val|valid|validation|eval|test|dev)(?:$|[\s_/.-])")
 _PAIR_TAIL = (
     # A value printed as a tensor counts as its number: ``loss = tensor(inf, device='cuda:0')``.
     r"""['"]?(?:\s{0,32}[:=]\s{0,32}|\s{1,32}is\s{1,32}|\s{1,32})(?:\[\s{0,32}|tensor\()?['"]?"""
     rf"""(?P<value>{_NUMBER})"""
 )
-_PAIR = re.compile(rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS}|{_NAMED_LOSS_KEY}){_PAIR_TAIL}""")
+_PAIR = lazy_compile(
+    rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS}|{_NAMED_LOSS_KEY}){_PAIR_TAIL}"""
+)
 #: The same without the named-loss key, for the lines where it cannot match (most): that key
 #: starts at every letter and runs 30 characters ahead, the costliest part of the search.
-_PAIR_KNOWN = re.compile(rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS}){_PAIR_TAIL}""")
+_PAIR_KNOWN = lazy_compile(rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS}){_PAIR_TAIL}""")
 #: Where a named-loss key could end: its " loss" or "_loss".
-_LOSS_WORD = re.compile(r"(?i)[ _]loss")
-_NAMED_LOSS = re.compile(rf"(?i){_NAMED_LOSS_KEY}")
+_LOSS_WORD = lazy_compile(r"(?i)[ _]loss")
+_NAMED_LOSS = lazy_compile(rf"(?i){_NAMED_LOSS_KEY}")
 #: A number followed by a letter, a digit or a dot and more (a version, a path) goes on; a
 #: sentence's full stop ends it ("Loss is 1.308916. Current learning rate ...").
-_NUMBER_GOES_ON = re.compile(r"\w|\.\w")
-_KEY_GROUP, _VALUE_GROUP = _PAIR.groupindex["key"], _PAIR.groupindex["value"]
-assert _PAIR_KNOWN.groupindex == _PAIR.groupindex  # the groups are read by number
+_NUMBER_GOES_ON = lazy_compile(r"\w|\.\w")
+#: The pair patterns' groups, read by number in the hot loop (tests hold all four to them; the
+#: patterns compile on first use, so no ``groupindex`` is read here).
+KEY_GROUP, VALUE_GROUP = 1, 2
 
 
 def _lower_case(pattern: re.Pattern[str]) -> re.Pattern[str]:
@@ -211,7 +216,7 @@ def _lower_case(pattern: re.Pattern[str]) -> re.Pattern[str]:
     about three times as long; non-ASCII text, where folding is not one letter for one, keeps
     the case-blind patterns)."""
     assert pattern.pattern.startswith("(?i)")
-    return re.compile(pattern.pattern[4:])
+    return lazy_compile(pattern.pattern[4:])
 
 
 _PAIR_LOWER, _PAIR_KNOWN_LOWER = _lower_case(_PAIR), _lower_case(_PAIR_KNOWN)
@@ -240,7 +245,7 @@ _MAY_BE_NONFINITE = frozenset({"loss", "eval_loss", "grad_norm", "ppl", "loss_sc
 
 
 #: ``Step 380000/1000000``: the step count printed after a step.
-_TOTAL = re.compile(r"/\s{0,8}(\d{1,15})\b")
+_TOTAL = lazy_compile(r"/\s{0,8}(\d{1,15})\b")
 
 
 def _zero_places(text: str) -> float:
@@ -283,12 +288,12 @@ def _pairs(text: str) -> Iterator[tuple[int, int, str, str]]:
         match = pair.search(subject, pos)
         if match is None:
             return
-        end = match.end(_VALUE_GROUP)
+        end = match.end(VALUE_GROUP)
         if _NUMBER_GOES_ON.match(subject, end):
-            pos = match.start(_KEY_GROUP)  # not a pair here: look on from this key's first letter
+            pos = match.start(KEY_GROUP)  # not a pair here: look on from this key's first letter
             continue
-        key = text[match.start(_KEY_GROUP) : match.end(_KEY_GROUP)]
-        yield match.start(), match.end(), key, text[match.start(_VALUE_GROUP) : end]
+        key = text[match.start(KEY_GROUP) : match.end(KEY_GROUP)]
+        yield match.start(), match.end(), key, text[match.start(VALUE_GROUP) : end]
         pos = match.end()
 
 

@@ -34,7 +34,7 @@ from functools import lru_cache
 from typing import Any
 
 from .base import Draft, never_raises
-from .lazy import pp
+from .lazy import lazy_compile, pp
 
 TRIGGERS: dict[str, str] = {
     "nccl_error_in": r"NCCL (?:error|Error \d+)",
@@ -58,9 +58,9 @@ TRIGGERS: dict[str, str] = {
     "store_client_socket_timeout": r"client socket has timed out after \d+",
 }
 
-_WATCHDOG = re.compile(r"(?:Watchdog c|C)aught collective operation timeout:")
-_PAIR = re.compile(r"(SeqNum|OpType|Timeout\(ms\))=(\w+)(?=[,)])")
-_RANK = re.compile(r"\[(?:PG [^\]\n]*?)?Rank (\d+)\]\s*$")
+_WATCHDOG = lazy_compile(r"(?:Watchdog c|C)aught collective operation timeout:")
+_PAIR = lazy_compile(r"(SeqNum|OpType|Timeout\(ms\))=(\w+)(?=[,)])")
+_RANK = lazy_compile(r"\[(?:PG [^\]\n]*?)?Rank (\d+)\]\s*$")
 
 # NCCL's result codes, by enum name, by the text of ncclGetErrorString, and by number.
 _CODE_NAMES = {

@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from .lazy import lazy_compile
+
 CHUNK_BYTES = 1 << 20
 LOG_GLOBS = ("*.log", "*.txt", "*.out", "*.err")
 _GZIP_MAGIC = b"\x1f\x8b"
 # At most 7 digits: a longer number in a file name is no rank (nor something int() accepts).
-_RANK_IN_NAME = re.compile(r"(?:rank|worker|proc|default)[_\-.]?(\d{1,7})(?!\d)", re.IGNORECASE)
+_RANK_IN_NAME = lazy_compile(r"(?:rank|worker|proc|default)[_\-.]?(\d{1,7})(?!\d)", re.IGNORECASE)
 
 
 class InputError(Exception):

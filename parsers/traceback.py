@@ -58,7 +58,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from .lazy import pp
+from .lazy import lazy_compile, pp
 
 TRIGGERS = {
     "traceback_start": r"Traceback \(most recent call last\):",
@@ -77,7 +77,7 @@ HEAD_LINES = 300
 TAIL_LINES = 300
 _MAX_MESSAGE_LINES = 25
 OMITTED_MARKER = "... {frames} frames omitted ({lines} lines) ..."
-_OMITTED = re.compile(r"^\.\.\. (?P<frames>\d+) frames omitted \(\d+ lines\) \.\.\.$")
+_OMITTED = lazy_compile(r"^\.\.\. (?P<frames>\d+) frames omitted \(\d+ lines\) \.\.\.$")
 
 T = TypeVar("T")
 
@@ -156,15 +156,15 @@ CHAIN_MARKERS = (
 )
 START = "Traceback (most recent call last):"
 # A line that begins a new log record rather than continuing an exception message.
-_NEW_RECORD = re.compile(
+_NEW_RECORD = lazy_compile(
     r"^(?:Traceback \(most recent|[EWIF]\d{4} \d\d:|\[[EWI] |(?:INFO|WARNING|WARN|DEBUG|CRITICAL)\b"
     r"|={5,}|-{5,}|\s*\d+%\||wandb:|Epoch \d|\{')"
 )
 
 
-RICH_HEADER = re.compile(r"╭─+ Traceback \(most recent call last\) ─+╮?")
-_RICH_FRAME = re.compile(r"^(?P<file>\S.*?):(?P<line>\d+) in(?: (?P<func>\S+))?$")
-_RICH_CODE = re.compile(r"^❱ *\d+ │(?P<code>.*)$")
+RICH_HEADER = lazy_compile(r"╭─+ Traceback \(most recent call last\) ─+╮?")
+_RICH_FRAME = lazy_compile(r"^(?P<file>\S.*?):(?P<line>\d+) in(?: (?P<func>\S+))?$")
+_RICH_CODE = lazy_compile(r"^❱ *\d+ │(?P<code>.*)$")
 
 
 def unbox(text: str) -> str:
@@ -190,19 +190,21 @@ def unbox(text: str) -> str:
     return ""
 
 
-IPYTHON_HEADER = re.compile(r"^\s*(?P<qualname>[\w.]+) {2,}Traceback \(most recent call last\)\s*$")
+IPYTHON_HEADER = lazy_compile(
+    r"^\s*(?P<qualname>[\w.]+) {2,}Traceback \(most recent call last\)\s*$"
+)
 #: IPython 8's frame (``File ~/x.py:101, in f(self)``, ``Cell In[4], line 2``) and the older
 #: one (``/x/y.py in f(self, a)``, ``<ipython-input-14-495233eaf2b4> in <module>``), whose
 #: line number only its arrow line shows.
-_IPYTHON_FRAME = re.compile(
+_IPYTHON_FRAME = lazy_compile(
     r"^(?:File (?P<file>.+?):(?P<line>\d+), in (?P<func>[\w<>.]+)"
     r"|(?P<cell>Cell In ?\[\d*\]), line (?P<cell_line>\d+)"
     r"|(?P<old_file><ipython-input-[\w-]+>|\S.*?\.pyx?) in (?P<old_func>[\w<>.]+))"
 )
-_IPYTHON_ARROW = re.compile(r"^-*> ?\d+ ?(?P<code>.*)$")
+_IPYTHON_ARROW = lazy_compile(r"^-*> ?\d+ ?(?P<code>.*)$")
 #: Context lines, rules, and the frames a notebook folded away: Colab's "6 frames" and IPython
 #: 8's "[... skipping hidden 1 frame]", after which the traceback goes on.
-_IPYTHON_CONTEXT = re.compile(
+_IPYTHON_CONTEXT = lazy_compile(
     r"^\s+\d+(?: |$)|^-{20,}$|^\d+ frames?\s*$|^\[\.\.\. skipping hidden \d+ frames?\]\s*$"
 )
 
@@ -276,14 +278,14 @@ class Traceback:
 
 #: Files that are not the user's code: installed packages, the standard library, an interpreter's
 #: frozen or generated modules, and torch's own tree (a source build, or a pasted relative path).
-_LIBRARY_FILE = re.compile(
+_LIBRARY_FILE = lazy_compile(
     r"[/\\](?:site|dist)-packages[/\\]"
     r"|[/\\]lib(?:64)?[/\\]python\d[\d.]*[/\\]"
     r"|[/\\]Lib[/\\]"
     r"|^<(?!ipython-input)[^>]*>$"
     r"|(?:^|[/\\])torch[/\\](?:nn|autograd|utils|distributed|_dynamo|_inductor|optim|cuda|amp|serialization\.py|_tensor\.py|functional\.py)"
 )
-_FRAME_FILE = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+')
+_FRAME_FILE = lazy_compile(r'^\s*File "(?P<file>[^"]+)", line \d+')
 
 
 def is_library_file(path: str) -> bool:

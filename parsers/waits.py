@@ -17,7 +17,7 @@ ends within a few lines of one with no metric line after it.
 
 from __future__ import annotations
 
-import re
+from .lazy import lazy_compile
 
 #: The process group's set-up, which a healthy run logs once and then moves past.
 _PROCESS_GROUP_INIT = (
@@ -38,32 +38,32 @@ TRIGGERS: dict[str, str] = {
 #: A progress bar's last state at 0 steps: ``Epoch 0:   0%|          | 0/32425 [00:00<?, ?it/s]``.
 #: Only as drawn when it started (elapsed 00:00): tqdm redraws a bar only when the program
 #: updates it, so ``0/1 [02:34<?`` was redrawn by a live program minutes later, not left behind.
-AT_ZERO = re.compile(rb"(?:^|\s)0%\|[^|\r\n]*\|\s*0/\d+ \[(?:0:)?00:00<")
+AT_ZERO = lazy_compile(rb"(?:^|\s)0%\|[^|\r\n]*\|\s*0/\d+ \[(?:0:)?00:00<")
 
 _SIGNATURES = (
-    ("extension_build", re.compile(r"extensions root|extension module|Lock file exists")),
+    ("extension_build", lazy_compile(r"extensions root|extension module|Lock file exists")),
     (
         "rendezvous",
-        re.compile(
+        lazy_compile(
             r"(?i)store based barrier|waiting (?:in|for|on) .*(?:rank|node|process group|rendezvous|worker)"
             f"|{_PROCESS_GROUP_INIT}"
         ),
     ),
-    ("stack_dump", re.compile(r"Timeout \(\d|Thread \S+ \((?:most recent|idle|active)")),
-    ("waiting", re.compile(r"(?i)\bwaiting\b")),
+    ("stack_dump", lazy_compile(r"Timeout \(\d|Thread \S+ \((?:most recent|idle|active)")),
+    ("waiting", lazy_compile(r"(?i)\bwaiting\b")),
 )
 
 #: An error printed after a bar at 0 (glued to it, or on the lines after it): the run went on to
 #: fail there, it did not hang.
-FAILED_AFTER = re.compile(rb"(?i)\berror\b|Traceback \(most recent call last\)|\bexception\b")
+FAILED_AFTER = lazy_compile(rb"(?i)\berror\b|Traceback \(most recent call last\)|\bexception\b")
 
 #: Lines a process prints while it sets up a collective, not training: NCCL's INFO lines and
 #: banner, c10d's ``[I ProcessGroupNCCL.cpp:...]`` notes.
-CHATTER = re.compile(rb"NCCL INFO |^NCCL version |^\[I (?:ProcessGroup|socket)")
+CHATTER = lazy_compile(rb"NCCL INFO |^NCCL version |^\[I (?:ProcessGroup|socket)")
 
 #: NCCL tracing a failed call on its way out (``misc/socket.cc:619 -> 2``), or tearing a
 #: communicator down: not set-up, so a log that ends on these did not hang in it.
-NOT_SETUP = re.compile(
+NOT_SETUP = lazy_compile(
     rb"\.(?:cc|h|cu):\d+ -> \d|(?i:destroy|abort|finaliz|closed|WARN|error|fail)"
 )
 #: Set-up lines a log must end on, in a row, to end in a collective's set-up.

@@ -125,6 +125,17 @@ def test_the_key_trie_and_the_named_loss_gate_match_as_the_plain_alternation(tex
     assert fast == reference
 
 
+def test_the_pair_patterns_groups_are_the_numbers_the_hot_loop_reads() -> None:
+    for pattern in (
+        metrics._PAIR,
+        metrics._PAIR_KNOWN,
+        metrics._PAIR_LOWER,
+        metrics._PAIR_KNOWN_LOWER,
+    ):
+        assert pattern.groupindex["key"] == metrics.KEY_GROUP
+        assert pattern.groupindex["value"] == metrics.VALUE_GROUP
+
+
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(_TEXTS)
 def test_rates_searched_from_the_first_unit_match_a_search_of_the_whole_line(text: str) -> None:
