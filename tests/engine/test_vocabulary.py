@@ -92,6 +92,20 @@ def test_a_path_that_does_not_exist_is_a_setting_to_fix() -> None:
     assert categories(report)[:1] == ["config_error"]
 
 
+def test_invalid_syntax_is_the_codes_grammar_not_a_setting() -> None:
+    # NoisyDARTS run on a Python where `async` is a keyword: the word "invalid" names no setting.
+    report = run_text(
+        '  File "train_search.py", line 12\n'
+        "    from utils import async\n"
+        "                          ^\n"
+        "SyntaxError: invalid syntax\n"
+    )
+    assert categories(report)[:1] == ["unrecognised"]
+    assert categories(run_text("ValueError: invalid value for --lr_scheduler\n"))[:1] == [
+        "config_error"
+    ]
+
+
 def test_cuda_tensors_shared_with_workers_are_a_data_loading_failure() -> None:
     # fastai on Windows: spawned DataLoader workers cannot receive CUDA tensors.
     report = run_text(
