@@ -106,6 +106,20 @@ def test_invalid_syntax_is_the_codes_grammar_not_a_setting() -> None:
     ]
 
 
+def test_a_key_missing_from_what_a_loader_read_is_a_checkpoint_problem() -> None:
+    # Real-ESRGAN (basicsr) given a pretrained file that keeps its weights under another key.
+    frames = (
+        "Traceback (most recent call last):\n"
+        '  File "realesrgan/train.py", line 11, in <module>\n'
+        "    train_pipeline(root_path)\n"
+        '  File "basicsr/models/base_model.py", line 300, in {function}\n'
+        "    load_net = load_net[param_key]\n"
+        "KeyError: 'params'\n"
+    )
+    assert categories(run_text(frames.format(function="load_network")))[:1] == ["checkpoint_load"]
+    assert "checkpoint_load" not in categories(run_text(frames.format(function="__getitem__")))
+
+
 def test_cuda_tensors_shared_with_workers_are_a_data_loading_failure() -> None:
     # fastai on Windows: spawned DataLoader workers cannot receive CUDA tensors.
     report = run_text(
