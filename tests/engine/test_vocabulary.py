@@ -120,6 +120,26 @@ def test_a_key_missing_from_what_a_loader_read_is_a_checkpoint_problem() -> None
     assert "checkpoint_load" not in categories(run_text(frames.format(function="__getitem__")))
 
 
+def test_an_error_raised_by_the_dataloaders_reraise_is_a_worker_failure() -> None:
+    # chineseocr: the worker's exception could not be re-created in the main process, and the
+    # "Caught X in DataLoader worker" header never printed.
+    report = run_text(
+        "Traceback (most recent call last):\n"
+        '  File "train-ocr.py", line 180, in <module>\n'
+        "    cpu_images, cpu_texts = train_iter.next()\n"
+        '  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 819,'
+        " in __next__\n"
+        "    return self._process_data(data)\n"
+        '  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 846,'
+        " in _process_data\n"
+        "    data.reraise()\n"
+        '  File "/usr/lib/python3.6/site-packages/torch/_utils.py", line 369, in reraise\n'
+        "    raise self.exc_type(msg)\n"
+        "TypeError: function takes exactly 5 arguments (1 given)\n"
+    )
+    assert categories(report)[:1] == ["dataloader_worker"]
+
+
 def test_cuda_tensors_shared_with_workers_are_a_data_loading_failure() -> None:
     # fastai on Windows: spawned DataLoader workers cannot receive CUDA tensors.
     report = run_text(
