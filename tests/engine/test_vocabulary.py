@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from crashcart.analyzer import Analyzer, default_rulebase
 from tests.conftest import categories, run_text
 
@@ -220,3 +222,50 @@ def test_words_that_explain_a_worker_failure_rank_above_it() -> None:
     assert categories(report) == ["data_error", "dataloader_worker"]
     assert report.diagnoses[0].tier == "vocabulary"
     assert report.diagnoses[1].explained_by == "data_error"
+
+
+@pytest.mark.parametrize(
+    ("line", "category"),
+    [
+        # batches 30-33 (video, tracking, detection, LLM post-training), as posted
+        (
+            "AttributeError: module 'torchvision.transforms.v2' has no attribute 'ConvertDtype'",
+            "import_error",
+        ),
+        ("KeyError: 'ChannelMapper is not in the neck registry'", "import_error"),
+        ("RuntimeError: No supported device detected.", "cuda_setup"),
+        (
+            "RuntimeError: Cannot find valid samples, check `data/README.md` for the data format.",
+            "data_error",
+        ),
+        (
+            "decord._ffi.base.DECORDError: [17:31:57] /io/decord/src/video/video_reader.cc:90: Check"
+            " failed: st_nb >= 0 (-1381258232 vs. 0) ERROR cannot find video stream with wanted index: -1",
+            "data_error",
+        ),
+        (
+            "xml.etree.ElementTree.ParseError: junk after document element: line 27, column 0",
+            "data_error",
+        ),
+        (
+            "ValueError: loaded state dict contains a parameter group that doesn't match the size of"
+            " optimizer's group",
+            "checkpoint_load",
+        ),
+        ("RuntimeError: running_mean should contain 54 elements not 75", "shape_mismatch"),
+        ("RuntimeError: Tensors must be CUDA and dense", "device_mismatch"),
+    ],
+)
+def test_library_wordings_name_their_category(line: str, category: str) -> None:
+    assert categories(run_text(line + "\n"))[:1] == [category]
+
+
+def test_a_bare_assert_on_the_gpu_count_is_a_cuda_setup_problem() -> None:
+    # ByteTrack on a CPU-only torch build: torch.cuda.device_count() is 0.
+    report = run_text(
+        "Traceback (most recent call last):\n"
+        '  File "tools/train.py", line 112, in <module>\n'
+        "    assert num_gpu <= torch.cuda.device_count()\n"
+        "AssertionError\n"
+    )
+    assert categories(report)[:1] == ["cuda_setup"]
