@@ -254,6 +254,7 @@ class SeriesTracker:
                 metrics.get("step_total"),
                 metrics.get("lr_zero_places", 0.0),
                 line,
+                metrics.get("epoch"),
             )
             self._lr_zero_run.append(record)
 

@@ -339,12 +339,15 @@ def parse_metrics(text: str) -> dict[str, float]:
         plain = None
         if progress is None and ("step" in lowered or "iter" in lowered):
             plain = _PLAIN_STEP.search(text)
+        counter = None
         if progress is None and plain is None and "/" in text and "[" in text:
-            progress = _bracket_step(text)
+            progress = counter = _bracket_step(text)
         written = progress["step"] if progress else plain.group(1) if plain else None
         step = _finite(written) if written is not None else None
         if step is not None:
             found = {"step": step, **found}
+            if counter is not None and "step_total" not in found:
+                found["step_total"] = float(counter["total"])  # MetricLogger's [220/17227]
     if "epoch" not in found and "epoch" in lowered:
         counted = _EPOCH_OF.search(text)
         if counted is not None:

@@ -332,6 +332,9 @@ def frozen(name: str, points: list[Point]) -> Draft | None:
 LR_ZERO_RECORDS, LR_ZERO_PLACES = 3, 6
 #: An exact zero (``0``, ``0.0``: Python's repr of the float) is counted as this many decimals.
 EXACT_ZERO_PLACES = 99
+#: A rounded zero this early in the printed step count is a warm-up still ramping up from zero
+#: (VideoMAE's ``lr: 0.000000`` at step 220 of 17227), not a rate that stays at zero.
+WARMUP_FRACTION = 0.05
 
 
 @dataclass(slots=True)
@@ -344,6 +347,7 @@ class LrRecord:
     total: float | None  # the step count the line printed after the step (``Step 380000/1000000``)
     places: float  # decimals of a printed zero learning rate
     line: Any = None
+    epoch: float | None = None
 
 
 def lr_zero(run: list[LrRecord]) -> Draft | None:
@@ -356,7 +360,11 @@ def lr_zero(run: list[LrRecord]) -> Draft | None:
         return None
     first, last = run[0], run[-1]
     mid_run = last.total is not None and last.step is not None and last.step <= 0.9 * last.total
+    rounded = min(r.places for r in run) < EXACT_ZERO_PLACES
     if not mid_run and min(r.places for r in run) < LR_ZERO_PLACES:
+        return None
+    early = mid_run and last.step <= WARMUP_FRACTION * last.total  # type: ignore[operator]
+    if rounded and early and not last.epoch:
         return None
     half = len(run) // 2
     before = statistics.median(r.loss for r in run[:half])

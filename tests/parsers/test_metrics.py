@@ -41,17 +41,31 @@ from crashcart.parsers.metrics import parse_metrics
         ),
         (
             "Epoch: [1][100/5005]\tTime 8.719 (0.361)\tData 8.597 (0.230)\tLoss 1.2987 (1.2753)",
-            {"epoch": 1, "step": 100, "step_time_s": 8.719, "loss": 1.2987},
+            {"epoch": 1, "step": 100, "step_total": 5005, "step_time_s": 8.719, "loss": 1.2987},
         ),
         (  # torchvision's MetricLogger, as LAVIS, DETR and DeiT print it
             "Train: data epoch: [0]  [3950/5000]  eta: 0:08:37  lr: 0.000029  loss: 10.3750  "
             "time: 0.4920  data: 0.0000  max mem: 43374",
-            {"epoch": 0, "step": 3950, "lr": 2.9e-05, "loss": 10.375, "step_time_s": 0.492},
+            {
+                "epoch": 0,
+                "step": 3950,
+                "step_total": 5000,
+                "lr": 2.9e-05,
+                "loss": 10.375,
+                "step_time_s": 0.492,
+            },
         ),
         (  # mmcv's text logger
             "mmdet - INFO - Epoch [3][50/12414]\tlr: 1.000e-04, eta: 2:18:26, time: 0.649, "
             "loss_cls: 1.1655, loss_bbox: 0.6587, loss: 1.8242",
-            {"epoch": 3, "step": 50, "lr": 1e-4, "step_time_s": 0.649, "loss": 1.8242},
+            {
+                "epoch": 3,
+                "step": 50,
+                "step_total": 12414,
+                "lr": 1e-4,
+                "step_time_s": 0.649,
+                "loss": 1.8242,
+            },
         ),
         ("Epoch [2/10], Loss: 0.2300", {"epoch": 2, "loss": 0.23}),  # a counter of epochs
         (  # CNTK's trainer (Microsoft/CNTK#2354)

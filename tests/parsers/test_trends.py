@@ -228,8 +228,10 @@ def test_a_noisy_loss_hovering_at_ln_2_is_at_chance() -> None:
     assert trends.hovering_at_chance("loss", series(learning)) is None
 
 
-def _lr_records(losses: list[float], *, places: float, total: float | None = None):
-    return [trends.LrRecord(0.0, v, 100.0 * i, total, places) for i, v in enumerate(losses)]
+def _lr_records(
+    losses: list[float], *, places: float, total: float | None = None, first: float = 0.0
+):
+    return [trends.LrRecord(0.0, v, first + 100.0 * i, total, places) for i, v in enumerate(losses)]
 
 
 def test_a_zero_learning_rate_with_a_flat_loss() -> None:
@@ -237,8 +239,20 @@ def test_a_zero_learning_rate_with_a_flat_loss() -> None:
     hovering = [16.030918, 15.383665, 17.136696, 16.34798, 12.675243, 15.479199, 16.016537]
     assert trends.lr_zero(_lr_records(hovering, places=8)).kind == "lr_zero"
     # OpenNMT#966: lr: 0.00000 (a rounded zero) at step 510000 of 1000000.
-    opennmt = _lr_records([4.01, 4.02, 3.98, 3.96], places=5, total=1_000_000)
+    opennmt = _lr_records([4.01, 4.02, 3.98, 3.96], places=5, total=1_000_000, first=510_000)
     assert trends.lr_zero(opennmt) is not None
+
+
+def test_a_rounded_zero_in_the_first_steps_is_a_warm_up() -> None:
+    # VideoMAE (healthy): lr: 0.000000 at steps 220-260 of 17227 in epoch 0, the warm-up's start.
+    warming = _lr_records([5.9914] * 5, places=6, total=17227, first=220)
+    assert trends.lr_zero(warming) is None
+    # An exact zero there is no rounding, and a rounded one in a later epoch no warm-up.
+    assert trends.lr_zero(_lr_records([5.9914] * 5, places=99, total=17227, first=220))
+    later = _lr_records([5.9914] * 5, places=6, total=17227, first=220)
+    for record in later:
+        record.epoch = 7
+    assert trends.lr_zero(later)
 
 
 def test_a_rate_rounded_to_zero_or_a_falling_loss_is_no_zero_learning_rate() -> None:
