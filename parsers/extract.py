@@ -854,6 +854,10 @@ class Extractor:
                 after = [shown[-1][at_zero.end() :], *lines[len(lines) - back : end]]
                 if any(waits.FAILED_AFTER.search(text) for text in after):
                     return None
+                first = len(lines) - 1 - back
+                before = lines[max(0, first - waits.TAIL_LINES) : first]
+                if any(waits.FAILED_BEFORE.search(text) for text in before):
+                    return None
                 line = make_line(state.name, state.lineno - back, raw, state.default_rank)
                 return line, "progress_at_zero"
         return None

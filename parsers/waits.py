@@ -57,6 +57,10 @@ _SIGNATURES = (
 #: fail there, it did not hang.
 FAILED_AFTER = lazy_compile(rb"(?i)\berror\b|Traceback \(most recent call last\)|\bexception\b")
 
+#: An exception's last line just before a bar at 0: the run died there, and tqdm drew its bar's
+#: closing state on the way out (``KeyError: 'prompt'`` then ``0%|   | 0/10 [00:00<?``).
+FAILED_BEFORE = lazy_compile(rb"^\s*[A-Za-z_][\w.]*(?:Error|Exception)\b:?")
+
 #: Lines a process prints while it sets up a collective, not training: NCCL's INFO lines and
 #: banner, c10d's ``[I ProcessGroupNCCL.cpp:...]`` notes.
 CHATTER = lazy_compile(rb"NCCL INFO |^NCCL version |^\[I (?:ProcessGroup|socket)")

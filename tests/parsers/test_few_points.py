@@ -146,6 +146,18 @@ def test_a_bar_at_zero_redrawn_minutes_later_is_a_live_program_not_a_hang() -> N
     assert run_text(redrawn).diagnoses == []
 
 
+def test_a_bar_at_zero_drawn_after_the_error_that_ended_the_run_is_not_a_hang() -> None:
+    # OpenFedLLM#39: TRL's DPO collator raised, then tqdm drew its bar's closing state.
+    report = run_text(
+        '  File "/envs/lib/python3.10/site-packages/trl/trainer/utils.py", line 471, in __call__\n'
+        '    prompt = feature["prompt"]\n'
+        "KeyError: 'prompt'\n"
+        "  0%|          | 0/10 [00:00<?, ?it/s]\n"
+    )
+    assert "hang" not in categories(report)
+    assert categories(report)[:1] == ["unrecognised"]
+
+
 def test_set_up_chatter_after_a_bar_at_zero_still_ends_on_the_bar() -> None:
     # Posted in pytorch/examples#1160: NCCL's first communicator set-up, then nothing.
     report = run_text(
