@@ -254,6 +254,18 @@ def test_words_that_explain_a_worker_failure_rank_above_it() -> None:
         ),
         ("RuntimeError: running_mean should contain 54 elements not 75", "shape_mismatch"),
         ("RuntimeError: Tensors must be CUDA and dense", "device_mismatch"),
+        (
+            "TypeError: Accelerator.__init__() got an unexpected keyword argument 'logging_dir'",
+            "import_error",
+        ),
+        (  # mmcv's registry builds the runner from the config dict
+            "TypeError: EpochBasedRunner: __init__() got an unexpected keyword argument 'max_epoch'",
+            "config_error",
+        ),
+        (
+            "TypeError: TrainingArguments.__init__() got an unexpected keyword argument 'warmup'",
+            "config_error",
+        ),
     ],
 )
 def test_library_wordings_name_their_category(line: str, category: str) -> None:
