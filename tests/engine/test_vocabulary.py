@@ -258,6 +258,10 @@ def test_words_that_explain_a_worker_failure_rank_above_it() -> None:
             "TypeError: Accelerator.__init__() got an unexpected keyword argument 'logging_dir'",
             "import_error",
         ),
+        (  # act-plus-plus against a newer diffusers
+            "TypeError: __init__() missing 1 required positional argument: 'parameters'",
+            "import_error",
+        ),
         (  # mmcv's registry builds the runner from the config dict
             "TypeError: EpochBasedRunner: __init__() got an unexpected keyword argument 'max_epoch'",
             "config_error",
@@ -270,6 +274,11 @@ def test_words_that_explain_a_worker_failure_rank_above_it() -> None:
 )
 def test_library_wordings_name_their_category(line: str, category: str) -> None:
     assert categories(run_text(line + "\n"))[:1] == [category]
+
+
+def test_a_models_own_forward_called_with_missing_inputs_is_no_version_problem() -> None:
+    line = "TypeError: forward() missing 2 required positional arguments: 'x' and 'mask'\n"
+    assert "import_error" not in categories(run_text(line))
 
 
 def test_a_bare_assert_on_the_gpu_count_is_a_cuda_setup_problem() -> None:
