@@ -254,6 +254,11 @@ def test_words_that_explain_a_worker_failure_rank_above_it() -> None:
         ),
         ("RuntimeError: running_mean should contain 54 elements not 75", "shape_mismatch"),
         ("RuntimeError: Tensors must be CUDA and dense", "device_mismatch"),
+        (  # THNN's ClassNLLCriterion given one-hot or multi-column targets
+            "RuntimeError: multi-target not supported at"
+            " d:\\projects\\pytorch\\torch\\lib\\thnn\\generic/ClassNLLCriterion.c:22",
+            "shape_mismatch",
+        ),
         (
             "TypeError: Accelerator.__init__() got an unexpected keyword argument 'logging_dir'",
             "import_error",
