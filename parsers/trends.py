@@ -359,12 +359,15 @@ def lr_zero(run: list[LrRecord]) -> Draft | None:
     if len(run) < LR_ZERO_RECORDS:
         return None
     first, last = run[0], run[-1]
-    mid_run = last.total is not None and last.step is not None and last.step <= 0.9 * last.total
-    rounded = min(r.places for r in run) < EXACT_ZERO_PLACES
-    if not mid_run and min(r.places for r in run) < LR_ZERO_PLACES:
+    places = min(r.places for r in run)
+    done = None
+    if last.total is not None and last.step is not None:
+        done = last.step / last.total if last.total else None
+    mid_run = done is not None and done <= 0.9
+    if not mid_run and places < LR_ZERO_PLACES:
         return None
-    early = mid_run and last.step <= WARMUP_FRACTION * last.total  # type: ignore[operator]
-    if rounded and early and not last.epoch:
+    warming_up = done is not None and done <= WARMUP_FRACTION and not last.epoch
+    if warming_up and places < EXACT_ZERO_PLACES:
         return None
     half = len(run) // 2
     before = statistics.median(r.loss for r in run[:half])

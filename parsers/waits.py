@@ -59,7 +59,7 @@ FAILED_AFTER = lazy_compile(rb"(?i)\berror\b|Traceback \(most recent call last\)
 
 #: An exception's last line just before a bar at 0: the run died there, and tqdm drew its bar's
 #: closing state on the way out (``KeyError: 'prompt'`` then ``0%|   | 0/10 [00:00<?``).
-FAILED_BEFORE = lazy_compile(rb"^\s*[A-Za-z_][\w.]*(?:Error|Exception)\b:?")
+FAILED_BEFORE = lazy_compile(rb"^\s*(?:[A-Za-z_][\w.]*)?(?:Error|Exception)\s*(?::|$)")
 
 #: Lines a process prints while it sets up a collective, not training: NCCL's INFO lines and
 #: banner, c10d's ``[I ProcessGroupNCCL.cpp:...]`` notes.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from crashcart.parsers import waits
 from tests.conftest import categories, run_text
 
 
@@ -156,6 +157,22 @@ def test_a_bar_at_zero_drawn_after_the_error_that_ended_the_run_is_not_a_hang() 
     )
     assert "hang" not in categories(report)
     assert categories(report)[:1] == ["unrecognised"]
+
+
+@pytest.mark.parametrize(
+    ("line", "failed"),
+    [
+        (b"KeyError: 'prompt'", True),
+        (b"AssertionError", True),
+        (b"  torch.OutOfMemoryError: CUDA out of memory.", True),
+        (b"ErrorHandler registered", False),
+        (b"RuntimeErrorCount=3", False),
+    ],
+)
+def test_an_exceptions_last_line_is_told_from_words_that_contain_error(
+    line: bytes, failed: bool
+) -> None:
+    assert bool(waits.FAILED_BEFORE.search(line)) is failed
 
 
 def test_set_up_chatter_after_a_bar_at_zero_still_ends_on_the_bar() -> None:
