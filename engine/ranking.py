@@ -267,7 +267,9 @@ def unrecognised(
 
 
 def _unrecognised(fact: Fact, name: str, message: str, key: str) -> Diagnosis:
-    ended = f"The run ended with {name}" + (f": {message[:300]}" if message else "")
+    # "the process died with SIGKILL" is a clause, an exception's name is a noun.
+    lead = "The run ended: " if fact.kind in _ENDING_KINDS else "The run ended with "
+    ended = lead + name + (f": {message[:300]}" if message else "")
     return Diagnosis(
         rule="unrecognised",
         category="unrecognised",

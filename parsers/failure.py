@@ -15,6 +15,7 @@ traceback at all. Real examples::
     mpirun noticed that process rank 7 with PID 0 on node n1 exited on signal 9 (Killed).
     subprocess.CalledProcessError: Command '['python', 'train.py']' returned non-zero exit status 1.
     [2023-05-01 12:00:03,114] [ERROR] [launch.py:434:sigkill_handler] exits with return code = -11
+    ERROR utils.py:42 -- The actor died unexpectedly before finishing this task.
 
 :func:`bare_exception` and :func:`cxx_exception` recognise the first kinds as an exception line
 (the extractor reads it, and the lines that continue its message, as a traceback without frames);
@@ -73,6 +74,12 @@ _EXIT_WORDS = (
     r"|exits with return code|non-zero exit status)\s*[:=]?\s*(-?\d+)"
 )
 
+# Ray's word that a worker or actor process died under a task, without a signal or a code.
+_DIED = (
+    r"(?:actor|worker) died unexpectedly (?:before finishing|while executing) this task"
+    r"|actor is dead because its worker process has died|local raylet died"
+)
+
 #: Fatal signals and exit codes (read by :func:`parse`).
 TRIGGERS: dict[str, str] = {
     "signal_core": f"(?i){_CORE_SIGNAL}",
@@ -82,6 +89,7 @@ TRIGGERS: dict[str, str] = {
     "handler_signal": _HANDLER,
     "signal_received": f"(?i){_RECEIVED}",
     "exit_code": f"(?i){_EXIT_WORDS}",
+    "process_died": _DIED,
 }
 
 #: An exception's name ends in Error, Exception...; or it is any class of a module that holds
@@ -126,6 +134,7 @@ _HANDLER_SIGNAL = lazy_compile(_HANDLER)
 _EXIT = lazy_compile(f"(?i){_EXIT_WORDS}")
 #: Open MPI names the rank that died: "process rank 7 with PID 0 on node n1 exited on signal 9".
 _MPI_RANK = lazy_compile(r"\bprocess rank (\d+) with PID\b")
+_PROCESS_DIED = lazy_compile(_DIED)
 
 
 def bare_exception(text: str) -> str | None:
@@ -210,6 +219,8 @@ def parse(text: str) -> list[Draft]:
                 fields.setdefault("signal_name", _signal_name(code))
             elif 128 < code < 128 + signal.NSIG:  # the shell's 128 + N for death by signal N
                 fields.setdefault("signal_name", _signal_name(code - 128))
+        if not fields and _PROCESS_DIED.search(stripped):
+            fields["signal_name"] = "fatal"  # it died; the line does not say how
         if fields:
             fields["message"] = stripped[:300]
             drafts.append(Draft("fatal", fields))

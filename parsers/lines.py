@@ -17,6 +17,8 @@ Those are peeled too, so the parsers see the line the program printed::
 
     >>> peel("> E   **RuntimeError: CUDA error: device-side assert triggered**")
     ('RuntimeError: CUDA error: device-side assert triggered', None, None)
+    >>> peel("`Assertion srcIndex < srcSelectDimSize failed. `")
+    ('Assertion srcIndex < srcSelectDimSize failed.', None, None)
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ _PREFIX = lazy_compile(
       | \[?(?P<time>{_TIMESTAMP})\]?(?:\s*[-|:]\s+|\s+|$)  # ISO and logging timestamps
       | >(?!>>)[ ]?                                          # a markdown or e-mail quote
       | E(?:[ ]{{3}}(?=[ ]*\S)|[ ]*$)                         # pytest's exception lines
-      | (?P<emphasis>\*\*)(?=[A-Za-z])                        # **RuntimeError: ...**
+      | (?P<emphasis>\*\*|`(?!``))(?=[A-Za-z])                # **RuntimeError: ...**, `...`
     )""",
     re.VERBOSE,
 )
@@ -108,8 +110,10 @@ def peel(text: str) -> tuple[str, int | None, str | None]:
         elif match["emphasis"]:
             emphasis = match["emphasis"]
         pos = match.end()
-    if emphasis and text.endswith(emphasis):
-        return text[pos : -len(emphasis)], rank, time
+    if emphasis:
+        body = text.rstrip()
+        if body.endswith(emphasis):
+            return body[pos : -len(emphasis)].rstrip(), rank, time
     if text.endswith("`") and text.count("`") % 2:
         return text[pos:].rstrip("`"), rank, time  # the end of a code block pasted inline
     return text[pos:], rank, time

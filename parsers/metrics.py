@@ -126,6 +126,8 @@ _CANONICAL = {
     "valid loss": "eval_loss",
     "validation loss": "eval_loss",
     "val loss": "eval_loss",
+    "vali loss": "eval_loss",  # Informer, Autoformer, Time-Series-Library
+    "vali_loss": "eval_loss",
     "eval loss": "eval_loss",
     "dev loss": "eval_loss",
     "dev_loss": "eval_loss",

@@ -67,9 +67,37 @@ def _hyperscan_patterns(patterns: list[str], anchors: list[bool]) -> list[bytes]
     as written and their reports are folded into lines after the scan.
     """
     return [
-        (f"(?:{p})[^\n]*$" if anchor else p).encode()
+        (f"(?:{p})[^\n]*$" if anchor else without_line_starts(p)).encode()
         for p, anchor in zip(patterns, anchors, strict=True)
     ]
+
+
+def without_line_starts(pattern: str) -> str:
+    """``pattern`` with its ``^`` anchors dropped: a pattern that finds every line the original
+    finds, and maybe more, which the rule's own regex then checks line by line.
+
+    Hyperscan 5.4 (python-hyperscan 0.9.1) loses matches when several multi-line patterns of one
+    database start with ``^``: ``^\\s*full_key: \\w+`` and ``^\\s*(?:mapping values|found
+    unexpected end of stream)`` compiled together find nothing in " full_key: lr", though each
+    finds it alone. Rule patterns are written with ``^`` freely, so none reaches Hyperscan.
+    """
+    out = []
+    escaped = in_class = False
+    for position, char in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            # "]" right after "[" or "[^" is a literal, not the end of the class.
+            opened = pattern[position - 1] == "[" or pattern[position - 2 : position] == "[^"
+            in_class = char != "]" or opened
+        elif char == "[":
+            in_class = True
+        elif char == "^":
+            continue
+        out.append(char)
+    return "".join(out)
 
 
 def _database_key(anchored: list[bytes], ids: list[int] | None) -> str:
@@ -167,7 +195,8 @@ class Prefilter:
         else:
             if not checked:
                 self._check()
-            alternation = "|".join(f"(?:{p})" for p in patterns)
+            # Multi-line, as Hyperscan's: a rule's "^" is the start of any line of the chunk.
+            alternation = "(?m)" + "|".join(f"(?:{p})" for p in patterns)
             self._any = re2.compile(alternation.encode(), options=_re2_options())
             self._each = [
                 (i, re2.compile(self._patterns[i].encode(), options=_re2_options())) for i in keep
@@ -259,10 +288,14 @@ class Prefilter:
         # Every report ends at its line's end, in order; reports of one line share that end.
         masks: dict[int, int] = {}
         find = buf.find
+        # After a final newline there is no line: a "\s*$" that ran over the newline ends there.
+        past_the_end = len(buf) if buf.endswith(b"\n") else -1
         for to, index in hits:
             if buf[to : to + 1] not in (b"\n", b""):  # a pattern that ends before its line does
                 to = find(b"\n", to)
                 to = len(buf) if to < 0 else to
+            elif to == past_the_end:
+                continue
             masks[to] = masks.get(to, 0) | (1 << index)
         rfind = buf.rfind
         return [(rfind(b"\n", 0, end) + 1, end, mask) for end, mask in sorted(masks.items())]

@@ -39,7 +39,7 @@ from functools import lru_cache
 from typing import Any
 
 from .base import Draft, never_raises
-from .lazy import pp
+from .lazy import lazy_compile, pp
 
 TRIGGERS: dict[str, str] = {
     "device_mismatch_same_device": r"Expected all tensors to be on the same device",
@@ -64,9 +64,15 @@ TRIGGERS: dict[str, str] = {
     "hip_error_name": r"hipError(?:NoBinaryForGpu|InvalidDeviceFunction|IllegalAddress|LaunchFailure)"
     r"|cudaError(?:IllegalAddress|LaunchFailure|NoKernelImageForDevice|MisalignedAddress|Assert"
     r"|InvalidDeviceFunction)\b",
+    # The driver API's names and bare numbers, as libraries outside torch print them (PhysX:
+    # "cuEventRecord failed with error 700"; numba, CuPy, JAX: "CUDA_ERROR_ILLEGAL_ADDRESS").
+    "cuda_error_code": r"\bcu[A-Z]\w+ failed with error \d{1,3}\b|CUDA_ERROR_[A-Z_]+",
     # HIP's kernels close the quote with an apostrophe; a host C assert() (``Assertion `x' failed``)
     # is not a device assertion, so only the "Device-side" form may end that way.
-    "device_assert": r"Assertion `[^`]+` failed|Device-side assertion `[^`]+['`] failed",
+    # A paste rendered as markdown loses the backticks: the kernel's block/thread site still
+    # marks the line as a device assertion.
+    "device_assert": r"Assertion `[^`]+` failed|Device-side assertion `[^`]+['`] failed"
+    r"|thread: \[\d+,\d+,\d+\] Assertion [^`]+ failed",
 }
 
 
@@ -102,6 +108,31 @@ _HIP_ERROR_NAMES = {
     "cudaErrorMisalignedAddress": "misaligned_address",
     "cudaErrorAssert": "device_side_assert_triggered",
     "cudaErrorInvalidDeviceFunction": "invalid_device_function",
+}
+
+#: cudaError_t numbers and the driver API's CUresult names (cuda.h) of the errors that name a
+#: cause; an OOM (2) is cuda_oom's, and "unknown" (999) names nothing.
+_CUDA_ERROR_CODES = {
+    700: "illegal_memory_access",
+    701: "too_many_resources",
+    702: "launch_timeout",
+    710: "device_side_assert_triggered",
+    716: "misaligned_address",
+    719: "unspecified_launch_failure",
+    209: "no_kernel_image",
+    214: "ecc_error",
+    98: "invalid_device_function",
+}
+_DRIVER_ERROR_NAMES = {
+    "CUDA_ERROR_ILLEGAL_ADDRESS": "illegal_memory_access",
+    "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES": "too_many_resources",
+    "CUDA_ERROR_LAUNCH_TIMEOUT": "launch_timeout",
+    "CUDA_ERROR_ASSERT": "device_side_assert_triggered",
+    "CUDA_ERROR_MISALIGNED_ADDRESS": "misaligned_address",
+    "CUDA_ERROR_LAUNCH_FAILED": "unspecified_launch_failure",
+    "CUDA_ERROR_NO_BINARY_FOR_GPU": "no_kernel_image",
+    "CUDA_ERROR_ECC_UNCORRECTABLE": "ecc_error",
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION": "illegal_instruction",
 }
 
 #: miopenStatus_t names (miopen.h) with the cuDNN status they correspond to.
@@ -209,6 +240,7 @@ def _grammar() -> dict[str, pp.ParserElement]:
     device_assert = pp.Opt(site) + pp.Regex(
         r"Assertion `(?P<assertion>[^`]*)` failed"
         r"|Device-side assertion `(?P<hip_assertion>[^`'\n]*)['`] failed"
+        r"|(?<=\] )Assertion (?P<bare_assertion>[^`\n]+?) failed"
     )
     return {
         "checking": checking,
@@ -369,6 +401,22 @@ def _cublas_error(text: str, grammar: dict[str, pp.ParserElement]) -> Draft | No
 
 #: Words found in every line _cuda_error reads (a cheap test before its regexes).
 _CUDA_ERROR_WORDS = ("CUDA error:", "HIP error:", "hipError", "cudaError", "GPUassert")
+_CUDA_CODE_WORDS = ("failed with error", "CUDA_ERROR_")
+_CUDA_CODE = lazy_compile(r"\bcu[A-Z]\w+ failed with error (\d{1,3})\b|CUDA_ERROR_[A-Z_]+")
+
+
+def _cuda_error_code(text: str) -> Draft | None:
+    """A driver API error by number or CUresult name, where it names a cause."""
+    for match in _CUDA_CODE.finditer(text):
+        if match.group(1) is not None:
+            error = _CUDA_ERROR_CODES.get(int(match.group(1)))
+        else:
+            error = _DRIVER_ERROR_NAMES.get(match.group(0))
+        if error is not None:
+            return Draft(
+                "cuda_error", {"error": error, "message": _line_with(text, match.group(0))}
+            )
+    return None
 
 
 def _cuda_error(text: str) -> Draft | None:
@@ -394,16 +442,18 @@ def _device_asserts(text: str, grammar: dict[str, pp.ParserElement]) -> list[Dra
     drafts = []
     seen = set()
     for line in text.splitlines():
-        start = line.find("ssertion `")
+        start = line.find("ssertion ")
         if start < 0:
             continue
         tokens = _first(grammar["device_assert"], line[max(0, start - 700) : start + 700])
         if tokens is None:
             continue
-        assertion = tokens.get("assertion")
-        fields: dict[str, Any] = {
-            "assertion": assertion if assertion is not None else tokens["hip_assertion"]
-        }
+        assertion = next(
+            tokens[name]
+            for name in ("assertion", "hip_assertion", "bare_assertion")
+            if tokens.get(name) is not None
+        )
+        fields: dict[str, Any] = {"assertion": assertion}
         if tokens.get("file"):
             fields["file"] = tokens["file"]
             fields["source_line"] = int(tokens["line"])
@@ -445,6 +495,10 @@ def parse(text: str) -> list[Draft]:
         cuda = _cuda_error(text)
         if cuda is not None:
             drafts.append(cuda)
-    if "ssertion `" in text:
+    elif any(word in text for word in _CUDA_CODE_WORDS):
+        cuda = _cuda_error_code(text)
+        if cuda is not None:
+            drafts.append(cuda)
+    if "ssertion " in text:
         drafts += _device_asserts(text, grammar)
     return drafts

@@ -78,6 +78,12 @@ def test_code_warnings_and_prose_are_not_exceptions(line: str) -> None:
         ("[149-130-218-240:10948] Signal: Aborted (6)", "SIGABRT", None),
         ("traceback : signal 9 (SIGKILL) received by PID 36071", "SIGKILL", None),
         ("Abort trap: 6", "SIGABRT", None),  # macOS's shell
+        # Ray says a process died and not how (ray-project/ray#22349).
+        (
+            "ERROR utils.py:42 -- The actor died unexpectedly before finishing this task.",
+            "fatal",
+            None,
+        ),
     ],
 )
 def test_fatal_signals_and_exit_codes(line: str, signal: str, code: int | None) -> None:
@@ -129,6 +135,9 @@ def test_a_signal_alone_is_an_unrecognised_failure_and_only_then() -> None:
     assert [d.title for d in alone.diagnoses] == [
         "Unrecognised failure: the process died with SIGSEGV"
     ]
+    assert alone.diagnoses[0].summary.startswith(
+        "The run ended: the process died with SIGSEGV: Segmentation fault (core dumped)."
+    )
     with_cause = run_text(
         "RuntimeError: CUDA error: an illegal memory access was encountered\n"
         "Segmentation fault (core dumped)\n"

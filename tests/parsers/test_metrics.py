@@ -39,6 +39,10 @@ from crashcart.parsers.metrics import parse_metrics
             "Epoch=3,Loss:0.349681437,Accuracy:0.8475,Valid Loss:0.514342368,Valid Accuracy:0.7628",
             {"epoch": 3, "loss": 0.349681437, "eval_loss": 0.514342368},
         ),
+        (  # Informer and Time-Series-Library: the validation loss, not the test loss after it
+            "Epoch: 3, Steps: 225 | Train Loss: 0.1493344 Vali Loss: 0.1429051 Test Loss: 0.2010405",
+            {"epoch": 3, "loss": 0.1493344, "eval_loss": 0.1429051},
+        ),
         (
             "Epoch: [1][100/5005]\tTime 8.719 (0.361)\tData 8.597 (0.230)\tLoss 1.2987 (1.2753)",
             {"epoch": 1, "step": 100, "step_total": 5005, "step_time_s": 8.719, "loss": 1.2987},

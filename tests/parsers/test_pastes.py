@@ -14,6 +14,21 @@ def test_decorations_are_peeled() -> None:
     assert peel('>   File "x.py", line 3, in f')[0] == '  File "x.py", line 3, in f'
     assert peel("__init__.py")[0] == "__init__.py"
     assert peel(">>> import torch")[0] == ">>> import torch"
+    # Each line wrapped in markdown's inline code, a space before the closing backtick.
+    assert peel("`Traceback (most recent call last):`")[0] == "Traceback (most recent call last):"
+    assert peel("`RuntimeError: x `")[0] == "RuntimeError: x"
+
+
+def test_a_kernel_assertion_that_markdown_stripped_of_backticks_is_read() -> None:
+    # learning-dynamics-of-llm#4: every line of the paste in inline code, the assertion's own
+    # backticks eaten by the rendering.
+    report = run_text(
+        """\
+        `indexSelectLargeIndex: block: [213,0,0], thread: [63,0,0] Assertion srcIndex < srcSelectDimSize failed. `
+        `Computing eval metrics: 69%|#### | 22/32 [25:46<11:43, 70.32s/it] `
+        """
+    )
+    assert categories(report)[0] == "cuda_device_assert"
 
 
 def test_a_quoted_traceback_is_read_as_a_traceback() -> None:

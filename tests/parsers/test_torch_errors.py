@@ -300,10 +300,33 @@ POSITIVES = [
         "cudnn_error",
         {"status": "NOT_SUPPORTED", "library": "cuDNN"},
     ),
+    # Pasted as markdown inline code, which ate the assertion's backticks (a DPO run's eval).
+    (
+        "indexSelectLargeIndex: block: [213,0,0], thread: [63,0,0] Assertion srcIndex <"
+        " srcSelectDimSize failed.",
+        "device_assert",
+        {"assertion": "srcIndex < srcSelectDimSize"},
+    ),
+    # NVIDIA PhysX in Isaac Gym (OmniIsaacGymEnvs#64): the driver API's error number.
+    (
+        "[Error] [omni.physx.plugin] PhysX error: SynchronizeStreams cuEventRecord failed with"
+        " error 700",
+        "cuda_error",
+        {"error": "illegal_memory_access"},
+    ),
+    (
+        "numba.cuda.cudadrv.driver.CudaAPIError: [719] Call to cuCtxSynchronize results in"
+        " CUDA_ERROR_LAUNCH_FAILED",
+        "cuda_error",
+        {"error": "unspecified_launch_failure"},
+    ),
 ]
 
 NEGATIVES = [
     "RuntimeError: CUDA error: out of memory",  # cuda_oom's
+    "cuMemAlloc failed with error 2",  # an OOM: cuda_oom's words, not a cause named here
+    "CUDA_ERROR_OUT_OF_MEMORY",
+    "thread: [1,0,0] Assertion passed",
     "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
     # same device, different dtype: a dtype mismatch, not a device mismatch
     "RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor)"
