@@ -254,6 +254,13 @@ def test_words_that_explain_a_worker_failure_rank_above_it() -> None:
         ),
         ("RuntimeError: running_mean should contain 54 elements not 75", "shape_mismatch"),
         ("RuntimeError: Tensors must be CUDA and dense", "device_mismatch"),
+        (  # pytorch-forecasting's integer_histogram: scatter on the CPU
+            "RuntimeError: index 25 is out of bounds for dimension 0 with size 25",
+            "cuda_device_assert",
+        ),
+        ("RuntimeError: cuFFT error: CUFFT_INTERNAL_ERROR", "cuda_setup"),
+        ("ValueError: unregistered extension code 175", "checkpoint_load"),  # torch.load, no pickle
+        ("RuntimeError: Invalid magic number; corrupt file?", "checkpoint_load"),
         (  # THNN's ClassNLLCriterion given one-hot or multi-column targets
             "RuntimeError: multi-target not supported at"
             " d:\\projects\\pytorch\\torch\\lib\\thnn\\generic/ClassNLLCriterion.c:22",
