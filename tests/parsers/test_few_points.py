@@ -21,6 +21,19 @@ def test_a_nan_that_stays_is_nan_loss() -> None:
     assert report.diagnoses[0].rule == "nan_loss.persisted"
 
 
+def test_a_loss_named_by_its_stage_is_read_when_it_turns_nan() -> None:
+    # TensorFlowTTS#258: FastSpeech 2 logs each loss on its own line; the mel losses before and
+    # after the postnet went NaN under mixed precision.
+    report = run_text(
+        """\
+        2020-09-10 11:52:14,448 (base_trainer:831) INFO: (Step: 95400) train_f0_loss = 0.0659.
+        2020-09-10 11:52:14,449 (base_trainer:831) INFO: (Step: 95400) train_mel_loss_before = nan.
+        2020-09-10 11:52:14,449 (base_trainer:831) INFO: (Step: 95400) train_mel_loss_after = nan.
+        """
+    )
+    assert categories(report) == ["nan_loss"]
+
+
 def test_one_nan_the_run_recovers_from_is_not_persisted() -> None:
     records = "".join(f"{{'loss': {2.0 - i / 50:.3f}, 'grad_norm': 1.5}}\n" for i in range(10))
     report = run_text("{'loss': 2.1, 'grad_norm': nan}\n" + records)

@@ -39,6 +39,10 @@ from crashcart.parsers.metrics import parse_metrics
             "Epoch=3,Loss:0.349681437,Accuracy:0.8475,Valid Loss:0.514342368,Valid Accuracy:0.7628",
             {"epoch": 3, "loss": 0.349681437, "eval_loss": 0.514342368},
         ),
+        (  # TensorFlowTTS's FastSpeech 2: the mel loss before the postnet
+            "INFO: (Step: 95400) train_mel_loss_before = 0.4213.",
+            {"step": 95400, "loss": 0.4213},
+        ),
         (  # Informer and Time-Series-Library: the validation loss, not the test loss after it
             "Epoch: 3, Steps: 225 | Train Loss: 0.1493344 Vali Loss: 0.1429051 Test Loss: 0.2010405",
             {"epoch": 3, "loss": 0.1493344, "eval_loss": 0.1429051},
