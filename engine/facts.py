@@ -182,6 +182,7 @@ FACT_KINDS: dict[str, dict[str, str]] = {
     "loss_scale_collapse": {
         "overflows": "overflow/skip messages seen",
         "scale": "loss scale reached",
+        "lg_scale": "log2 of the loss scale reached, where the log prints that (guided-diffusion)",
         "first_scale": "loss scale at the first overflow",
         "at_minimum": "the scaler said it was at its minimum",
         "step": "step of the collapse",

@@ -8,6 +8,7 @@ around it) or when fp16 loss scaling collapses. Loss-scale messages look like::
     [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 2, reducing to 1  # DeepSpeed
     Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.
     FloatingPointError: Minimum loss scale reached (0.0001).                           # fairseq
+    Found NaN, decreased lg_loss_scale to -16199.354          # guided-diffusion: log2 of it
 
 A handful of overflow skips early in an fp16 run is normal (the scaler searching its range down
 from 2^16); only a scale driven to 8 or below by repeated overflows, or to its minimum, is
@@ -29,7 +30,7 @@ TRIGGERS = {
     "loss_scale": (
         r"(?i)Skipping step|loss scale already at minimum|Minimum loss scale reached|Grad scale is small"
         r"|gradient overflow|OVERFLOW!|Reducing dynamic loss scale"
-        r"|(?:setting|reducing) loss scale to"
+        r"|(?:setting|reducing) loss scale to|decreased lg_loss_scale to"
     ),
     # The run was stopped from outside (a scheduler's time limit, a person's Ctrl-C): after a
     # silence this marks a hang that someone gave up on, so a shorter silence is enough.
@@ -54,6 +55,8 @@ _SCALE = lazy_compile(
     r"|loss scale from \S+ to|Grad scale is small:)\s*"
     r"(?P<scale>\d+(?:\.\d*)?(?:e[-+]?\d+)?)"
 )
+#: guided-diffusion and the codebases built on it print the scale's log2, lowered by 1 per NaN.
+_LG_SCALE = lazy_compile(r"decreased lg_loss_scale to (?P<lg>-?\d+(?:\.\d*)?)")
 _AT_MINIMUM = lazy_compile(r"(?i)already at minimum|Minimum loss scale reached")
 WINDOW = 256
 #: Non-finite values in a row after which a metric has not recovered (nor at the log's end).
@@ -420,12 +423,16 @@ class SeriesTracker:
         """Read a loss-scale message; return a draft once the scale has collapsed."""
         match = _SCALE.search(text)
         at_minimum = bool(_AT_MINIMUM.search(text))
-        if not match and not at_minimum:
+        lg = _LG_SCALE.search(text) if match is None else None
+        if not match and not at_minimum and lg is None:
             return []
         self._overflows += 1
         scale = float(match["scale"]) if match else None
         if scale is not None and self._first_scale is None:
             self._first_scale = scale
+        if lg is not None:
+            # Judged as the scale it stands for, but not quoted: the log printed its log2.
+            scale = 2.0 ** min(float(lg["lg"]), 64.0)
         threshold = COLLAPSED_SMALL_START if _SMALL_START.search(text) else COLLAPSED_SCALE
         collapsed = at_minimum or (
             scale is not None
@@ -438,7 +445,9 @@ class SeriesTracker:
             return []
         self._reported.add("loss_scale")
         fields: dict[str, object] = {"overflows": self._overflows, "at_minimum": at_minimum}
-        if scale is not None:
+        if lg is not None:
+            fields["lg_scale"] = lg["lg"]
+        elif scale is not None:
             fields["scale"] = scale
         if self._first_scale is not None:
             fields["first_scale"] = self._first_scale

@@ -68,6 +68,18 @@ def test_a_scale_below_every_scalers_floor_has_collapsed_at_first_sight() -> Non
     assert SeriesTracker().loss_scale("Grad scale is small: 0.5") == []
 
 
+def test_guided_diffusions_log2_scale_is_judged_and_quoted_as_printed() -> None:
+    # openai/guided-diffusion#50: the scale's log2 falls by one for each NaN step.
+    tracker = SeriesTracker()
+    drafts = tracker.loss_scale("Found NaN, decreased lg_loss_scale to -16199.354")
+    assert drafts[0].kind == "loss_scale_collapse"
+    assert drafts[0].fields["lg_scale"] == "-16199.354" and "scale" not in drafts[0].fields
+    # fp16's ordinary search for its range: 2**19, 2**18, ... no collapse.
+    healthy = SeriesTracker()
+    for lg in (19.0, 18.0, 17.0):
+        assert healthy.loss_scale(f"Found NaN, decreased lg_loss_scale to {lg}") == []
+
+
 def test_at_minimum_message() -> None:
     tracker = SeriesTracker()
     drafts = tracker.loss_scale(
