@@ -28,14 +28,22 @@ from collections.abc import Iterator
 
 from .lazy import lazy_compile
 
+#: What may follow "loss" in a loss's name: a total's word or a stage's (FastSpeech 2's
+#: ``mel_loss_before`` the postnet). The triggers and the named-loss key share it.
+_LOSS_TAIL = r"(?:[ _](?:total|sum|avg|mean|before|after))?"
+
 TRIGGERS = {
     # Non-finite values are rare and must never be sampled away: the main prefilter finds them.
-    "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm|gnorm|xent)(?:[ _](?:total|sum|avg|mean|before|after))?['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*(?:tensor\()?[-+]?(?:nan|inf)",
+    "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm|gnorm|xent)"
+    + _LOSS_TAIL
+    + r"['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*(?:tensor\()?[-+]?(?:nan|inf)",
 }
 #: What makes a line a metric line. Metric lines can be half of a log, so they are not part of
 #: the main prefilter: a run's first ones are all found, later ones sampled (see extract.py).
 METRIC_TRIGGERS = {
-    "metric_loss": r"(?i)loss(?:[ _](?:total|sum|avg|mean|before|after))?['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*(?:tensor\()?[-+]?(?:\d|\.\d|nan|inf)",
+    "metric_loss": r"(?i)loss"
+    + _LOSS_TAIL
+    + r"['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*(?:tensor\()?[-+]?(?:\d|\.\d|nan|inf)",
     "metric_grad_norm": r"(?i)(?:grad[_ ]norm|gnorm)['\"]?\s*[:=]?\s*['\"]?[-+]?(?:\d|nan|inf)",
     # OpenNMT's ``ppl: 55.22; xent: 4.01``: perplexity and cross-entropy are its loss.
     "metric_ppl": r"(?i)\b(?:ppl|xent)\s*[:=]\s*\d",
@@ -166,11 +174,8 @@ _CANONICAL = {
 # spaces 100 s): RE2 has no look-around, so the character before the key is consumed (_pairs
 # puts a space before the line) and the number's end is checked in Python.
 #: A named training loss (``Gen Loss Total``, ``mask_loss``): a key that ends in "loss", or in
-#: "loss" and a total's word or a stage's (FastSpeech 2's ``mel_loss_before`` the postnet);
-#: read as the loss when the line has no plain one.
-_NAMED_LOSS_KEY = (
-    r"[A-Za-z][A-Za-z0-9_. -]{0,30}[ _]loss(?:[ _](?:total|sum|avg|mean|before|after))?"
-)
+#: "loss" and a _LOSS_TAIL word; read as the loss when the line has no plain one.
+_NAMED_LOSS_KEY = r"[A-Za-z][A-Za-z0-9_. -]{0,30}[ _]loss" + _LOSS_TAIL
 
 
 def _trie(words: list[str]) -> str:

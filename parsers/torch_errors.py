@@ -41,6 +41,9 @@ from typing import Any
 from .base import Draft, never_raises
 from .lazy import lazy_compile, pp
 
+# The driver API's error by number or CUresult name; the trigger and the parser share it.
+_CUDA_CODE_PATTERN = r"\bcu[A-Z]\w+ failed with error (\d{1,3})\b|CUDA_ERROR_[A-Z_]+"
+
 TRIGGERS: dict[str, str] = {
     "device_mismatch_same_device": r"Expected all tensors to be on the same device",
     "device_mismatch_input_weight": r"Input type \([^)]*\) and weight type \(",
@@ -66,7 +69,7 @@ TRIGGERS: dict[str, str] = {
     r"|InvalidDeviceFunction)\b",
     # The driver API's names and bare numbers, as libraries outside torch print them (PhysX:
     # "cuEventRecord failed with error 700"; numba, CuPy, JAX: "CUDA_ERROR_ILLEGAL_ADDRESS").
-    "cuda_error_code": r"\bcu[A-Z]\w+ failed with error \d{1,3}\b|CUDA_ERROR_[A-Z_]+",
+    "cuda_error_code": _CUDA_CODE_PATTERN,
     # HIP's kernels close the quote with an apostrophe; a host C assert() (``Assertion `x' failed``)
     # is not a device assertion, so only the "Device-side" form may end that way.
     # A paste rendered as markdown loses the backticks: the kernel's block/thread site still
@@ -402,7 +405,7 @@ def _cublas_error(text: str, grammar: dict[str, pp.ParserElement]) -> Draft | No
 #: Words found in every line _cuda_error reads (a cheap test before its regexes).
 _CUDA_ERROR_WORDS = ("CUDA error:", "HIP error:", "hipError", "cudaError", "GPUassert")
 _CUDA_CODE_WORDS = ("failed with error", "CUDA_ERROR_")
-_CUDA_CODE = lazy_compile(r"\bcu[A-Z]\w+ failed with error (\d{1,3})\b|CUDA_ERROR_[A-Z_]+")
+_CUDA_CODE = lazy_compile(_CUDA_CODE_PATTERN)
 
 
 def _cuda_error_code(text: str) -> Draft | None:
@@ -499,6 +502,6 @@ def parse(text: str) -> list[Draft]:
         cuda = _cuda_error_code(text)
         if cuda is not None:
             drafts.append(cuda)
-    if "ssertion " in text:
+    if "ssertion `" in text or "] Assertion " in text:
         drafts += _device_asserts(text, grammar)
     return drafts
