@@ -101,7 +101,7 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "time": "time of failure as torchrun printed it",
     },
     "stalled": {
-        "wait": "extension_build | rendezvous | stack_dump | waiting | progress_at_zero | collective_setup: what the last lines show"
+        "wait": "extension_build | rendezvous | stack_dump | waiting | training_start | progress_at_zero | collective_setup: what the last lines show"
         " the run waiting for",
         "text": "the wait line",
     },
@@ -173,7 +173,7 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "persisted": "true when it stayed non-finite (two records in a row, or to the log's end)",
     },
     "printed_nan": {
-        "form": "tensor (a printed tensor of NaN) | number (bare nan lines)",
+        "form": "tensor (a printed tensor of NaN) | record (named values all NaN) | number (bare nan lines)",
         "lines": "lines of printed NaN seen when it was reported",
         "text": "the last of them",
         "points_before": "metric lines read before it",

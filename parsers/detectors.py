@@ -26,6 +26,9 @@ from .base import Draft
 from .lazy import lazy_compile
 from .lines import LogLine
 
+#: A value named and printed NaN: ``D_A: nan``, ``cycle_A=nan``.
+_NAMED_NAN = r"\b[A-Za-z][\w/.-]{0,40}[ \t]*[:=][ \t]*nan\b"
+
 TRIGGERS = {
     "loss_scale": (
         r"(?i)Skipping step|loss scale already at minimum|Minimum loss scale reached|Grad scale is small"
@@ -46,6 +49,9 @@ TRIGGERS = {
         r"|^[ \t]*(?:\d+[ \t,:]{1,4})?nan[ \t]*$"
         # numpy prints an array without commas: "[Total Loss, KL Loss] : [   nan    nan 2.33]"
         r"|:[ \t]*\[[ \t]*nan[ \t]+(?:[^\]\n]*[ \t])?nan\b[^\]\n]*\][ \t]*$"
+        # A record whose every term went NaN, under names that are not "loss" (CycleGAN's
+        # "D_A: nan G_A: nan cycle_A: nan idt_A: nan"): three named NaN values on one line.
+        rf"|{_NAMED_NAN}(?:[^\n]*{_NAMED_NAN}){{2}}"
     ),
 }
 
@@ -77,6 +83,9 @@ _WATCHED = ("loss", "grad_norm", "eval_loss")
 #: a printed tensor of NaN says it at once.
 PRINTED_NAN_LINES = 3
 _TENSOR_OF_NAN = lazy_compile(r"(?i)\[[ \t]*nan[ \t]*,")
+#: ... and records of named NaN values it takes (two in a row: the run did not recover).
+PRINTED_NAN_RECORDS = 2
+_NAMED_NAN_RECORD = lazy_compile(rf"(?i){_NAMED_NAN}(?:.*{_NAMED_NAN}){{2}}")
 # The module's triggers share one prefilter bit: each handler checks its own line again.
 STOPPED = lazy_compile(TRIGGERS["stopped"])
 _PRINTED_NAN = lazy_compile(TRIGGERS["printed_nan"])
@@ -404,11 +413,13 @@ class SeriesTracker:
             return []
         self._printed_nan.append(line)
         tensor = _TENSOR_OF_NAN.search(line.text) is not None
-        if not tensor and len(self._printed_nan) < PRINTED_NAN_LINES:
+        records = _NAMED_NAN_RECORD.search(line.text) is not None
+        needed = PRINTED_NAN_RECORDS if records else PRINTED_NAN_LINES
+        if not tensor and len(self._printed_nan) < needed:
             return []
         self._reported.add("printed_nan")
         fields: dict[str, object] = {
-            "form": "tensor" if tensor else "number",
+            "form": "tensor" if tensor else "record" if records else "number",
             "text": line.text.strip()[:200],
             "points_before": self.points,
         }

@@ -832,9 +832,14 @@ class Extractor:
         if state.last_wait is None:
             return None
         line, kind, points_then = state.last_wait
-        reach = waits.DUMP_TAIL_LINES if kind == "stack_dump" else waits.TAIL_LINES
+        reach = _WAIT_REACH.get(kind, waits.TAIL_LINES)
         if state.lineno - line.lineno > reach or points != points_then:
             return None
+        back = state.lineno - line.lineno
+        if kind == "training_start" and back:
+            tail = _tail_lines(state)
+            if any(waits.FAILED_AFTER.search(raw) for raw in tail[len(tail) - back :]):
+                return None  # it failed right there: that error is the story, not a wait
         return line, kind
 
     def _stuck_at_zero(self, state: _SourceState) -> tuple[LogLine, str] | None:
@@ -1115,6 +1120,13 @@ def compile_rule_patterns(line_patterns: dict[str, str]) -> RulePatterns:
     prefilter = build_rule_prefilter(patterns)
     regexes = _RuleRegexes(patterns)
     return RulePatterns(patterns, prefilter, regexes, _BitMap(build_prefilter(), prefilter))
+
+
+#: Lines after a wait within which a file must end to end on it, where not waits.TAIL_LINES.
+_WAIT_REACH = {
+    "stack_dump": waits.DUMP_TAIL_LINES,
+    "training_start": waits.TRAINING_START_TAIL_LINES,
+}
 
 
 def _tail_lines(state: _SourceState) -> list[bytes]:

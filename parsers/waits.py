@@ -10,6 +10,7 @@ its very end, when no training step came after them. Real examples::
     initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/8                    # Lightning, then nothing
     Timeout (0:10:00)!                                   # faulthandler.dump_traceback_later
     Thread 0x00007f3a (most recent call first):           # a faulthandler or py-spy stack dump
+    2022-01-28 12:00:05,814 INFO: Start training from epoch: 0, iter: 0   # then nothing
 
 :func:`signature` names the kind of wait; the extractor reports a ``stalled`` fact when a file
 ends within a few lines of one with no metric line after it.
@@ -24,10 +25,20 @@ _PROCESS_GROUP_INIT = (
     r"initializing (?:ddp|distributed): GLOBAL_RANK|Initializing TorchBackend in DeepSpeed"
 )
 
+#: A run announcing that its training loop begins (Real-ESRGAN's ``Start training from epoch: 0,
+#: iter: 0``, OpenNMT's ``Start training loop``, the lines of the Trainer's banner): every run
+#: prints it once, and a log that ends on it never took a step.
+_TRAINING_START = (
+    r"(?i)\bstart(?:ing)? (?:the )?training\b|\*{3,} Running training \*{3,}"
+    r"|\b(?:Total optimization steps|Total train batch size \(w\. parallel[^)]*\)"
+    r"|Gradient Accumulation steps|Instantaneous batch size per device) = \d"
+)
+
 TRIGGERS: dict[str, str] = {
     "waiting": r"(?i)\bwaiting (?:in|for|on)\b|store based barrier|Lock file exists",
     "process_group_init": f"(?i){_PROCESS_GROUP_INIT}",
     "extension_build": r"as PyTorch extensions root|(?:Loading|Building) extension module",
+    "training_start": _TRAINING_START,
     "stack_dump": r"Timeout \(\d+:\d\d:\d\d\)!|Thread 0x[0-9a-fA-F]+ \(most recent call first\)"
     r"|Thread \S+ \((?:idle|active)\)",
 }
@@ -51,6 +62,7 @@ _SIGNATURES = (
     ),
     ("stack_dump", lazy_compile(r"Timeout \(\d|Thread \S+ \((?:most recent|idle|active)")),
     ("waiting", lazy_compile(r"(?i)\bwaiting\b")),
+    ("training_start", lazy_compile(_TRAINING_START)),
 )
 
 #: An error printed after a bar at 0 (glued to it, or on the lines after it): the run went on to
@@ -75,6 +87,9 @@ SETUP_TAIL_LINES = 2
 
 #: A file that ends within this many lines of a wait line ends on it.
 TAIL_LINES = 4
+#: ... or within this many of the start of training: a paste cut right after the start shows
+#: the warnings of the first step (two DDP notes), a run that hung there at most one more line.
+TRAINING_START_TAIL_LINES = 1
 #: ... or within this many of a stack dump's thread header: each thread's frames follow it.
 DUMP_TAIL_LINES = 64
 #: Bytes of a file's end kept to look for a progress bar that never moved.
@@ -82,8 +97,8 @@ TAIL_BYTES = 4096
 
 
 def signature(text: str) -> str | None:
-    """The kind of wait a line shows (extension_build, rendezvous, stack_dump, waiting), or
-    ``None``."""
+    """The kind of wait a line shows (extension_build, rendezvous, stack_dump, waiting,
+    training_start), or ``None``."""
     for name, pattern in _SIGNATURES:
         if pattern.search(text):
             return name

@@ -34,6 +34,16 @@ def test_a_loss_named_by_its_stage_is_read_when_it_turns_nan() -> None:
     assert categories(report) == ["nan_loss"]
 
 
+def test_records_whose_every_named_term_is_nan_are_nan_loss() -> None:
+    # CycleGAN (pytorch-CycleGAN-and-pix2pix#1220): the terms are named D_A, G_A, cycle_A, ...,
+    # never "loss", and all of them went NaN from one iteration on.
+    record = "(epoch: 1, iters: {}, time: 0.321, data: 0.000) D_A: nan G_A: nan cycle_A: nan idt_A: nan\n"
+    report = run_text(record.format(300) + record.format(400))
+    assert [d.rule for d in report.diagnoses] == ["nan_loss.printed_values"]
+    assert report.diagnoses[0].fields["form"] == "record"
+    assert run_text(record.format(300)).diagnoses == []  # one record may be a step it skipped
+
+
 def test_one_nan_the_run_recovers_from_is_not_persisted() -> None:
     records = "".join(f"{{'loss': {2.0 - i / 50:.3f}, 'grad_norm': 1.5}}\n" for i in range(10))
     report = run_text("{'loss': 2.1, 'grad_norm': nan}\n" + records)
@@ -234,6 +244,45 @@ def test_nccl_set_up_followed_by_anything_else_is_not_that_hang(last: str) -> No
         "node:1:2 [0] NCCL INFO Connected all rings\n" + last + "\n"
     )
     assert "hang.collective_setup" not in [d.rule for d in report.diagnoses]
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        # OpenNMT-py#1616: a world size of 2 on one GPU; the run never logged a step.
+        "[2019-10-29 12:13:22,665 INFO] Starting training on GPU: [0]\n"
+        "[2019-10-29 12:13:22,665 INFO] Start training loop and validate every 10000 steps...\n",
+        # transformers#21482: the Trainer's banner, then W&B, then nothing.
+        "[INFO|trainer.py:1522] 2023-02-09 22:55:56,474 >>   Total optimization steps = 9824\n"
+        "[INFO|integrations.py:579] 2023-02-09 22:55:56,994 >> Automatic Weights & Biases"
+        " logging enabled\n",
+    ],
+)
+def test_a_log_that_ends_as_training_starts_is_a_probable_hang(log: str) -> None:
+    report = run_text(log)
+    assert [d.rule for d in report.diagnoses] == ["hang.before_first_step"]
+    assert report.diagnoses[0].fields["wait"] == "training_start"
+    assert report.diagnoses[0].confidence < 0.5  # a paste cut there looks the same
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        # detectron2 (batch-08, healthy): the first step's DDP notes, one per rank.
+        "[W reducer.cpp:1303] Warning: find_unused_parameters=True was specified\n" * 2,
+        "iter: 0  loss: 12.6127 (12.6127)\n",
+        "ERROR: Unexpected bus error encountered in worker.\n",
+    ],
+)
+def test_training_start_followed_by_more_is_not_that_hang(after: str) -> None:
+    report = run_text("2021-10-28 14:39:23,165 trainer INFO: Start training\n" + after)
+    assert "hang.before_first_step" not in [d.rule for d in report.diagnoses]
+
+
+def test_the_training_start_is_only_telling_at_the_end() -> None:
+    assert waits.signature("INFO: Start training from epoch: 0, iter: 0") == "training_start"
+    assert waits.signature("  Total optimization steps = 9824") == "training_start"
+    assert waits.signature("restart training from scratch") is None
 
 
 CUT_IN_A_WAIT = """\
