@@ -258,7 +258,8 @@ class Diagnoser:
         by_name = dict(zip(names, facts, strict=False))
         for fact in reversed(facts):
             fields.update(fact.fields)
-            fields["rank"] = fact.rank if fact.rank is not None else "?"
+            if fact.rank is not None:  # an unknown rank is left out: "(rank ?)" tells nothing
+                fields["rank"] = fact.rank
             fields["line"] = fact.line.lineno
         for name, fact in by_name.items():
             for key, value in fact.fields.items():

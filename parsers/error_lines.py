@@ -70,6 +70,7 @@ TRIGGERS: dict[str, str] = {
 #: How an unrecognised diagnosis names each form.
 SIGNATURE_NAMES = {
     "error_level": "a logged error",
+    "last_logged": "a logged error on the log's last line",
     "error_in": "an error in a native function",
     "thc_check": "a failed CUDA check (THCudaCheck)",
     "cxx_raised": "a C++ exception",
@@ -80,7 +81,7 @@ SIGNATURE_NAMES = {
 }
 #: Signatures that show a failure by their form alone; a logger's ERROR may be routine.
 FAILURE_SIGNATURES = frozenset(
-    {"error_in", "thc_check", "cxx_raised", "nccl_warn_failure", "nccl_trace"}
+    {"error_in", "thc_check", "cxx_raised", "nccl_warn_failure", "nccl_trace", "last_logged"}
 )
 #: ncclResult_t codes as NCCL's ``file:line -> code`` trace prints them (nccl.h).
 _NCCL_RESULTS = {
@@ -121,6 +122,17 @@ def _message(signature: str, text: str) -> str:
 
 
 @never_raises
+def last_logged(text: str) -> Draft | None:
+    """The draft for a logger's ERROR that is the last line of its log: routine in the middle
+    of a run, but a run that ends on one ended because of it (HugeCTR's ``[HCDEBUG][ERROR]
+    DataHeaderError ...``, then nothing); ``None`` for any other line."""
+    found = parse(text)
+    if not found or found[0].fields["signature"] != "error_level":
+        return None
+    found[0].fields["signature"] = "last_logged"
+    return found[0]
+
+
 def parse(text: str) -> list[Draft]:
     """An ``error_line`` draft for a line of ``text`` that reports an error outside an
     exception; ``[]`` for an exception line (the traceback reader has it) or a routine one."""

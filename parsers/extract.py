@@ -345,6 +345,7 @@ class Extractor:
                 self._scan(state, pending + b"\n", out, limit=len(pending) + 1)
             self.flush_blocks(name, out)
             self._stalled(state, out)
+            self._ends_on_logged_error(state, out)
         return out
 
     def conclude(self) -> list[Finding]:
@@ -653,6 +654,10 @@ class Extractor:
                 ignored=state.lineno <= state.ignored_until,
                 logging_error=state.lineno == state.logging_error_at + 1,
             )
+            if traceback.VSCODE_HEADER.match(line.text):
+                block.collector.start_vscode(line.text)
+                block.lines = traceback.HeadTail([line])
+                return
             ipython = traceback.IPYTHON_HEADER.match(line.text)
             if ipython:
                 block.ipython = ipython["qualname"]
@@ -827,6 +832,17 @@ class Extractor:
             line, kind = found
             fields = {"wait": kind, "steps_logged": points, "text": line.text[:300]}
             out.append(Finding(Draft("stalled", fields), [line], line.rank, self.attempt, points))
+
+    def _ends_on_logged_error(self, state: _SourceState, out: list[Finding]) -> None:
+        """A file whose last line is a logger's ERROR ended on it (see error_lines.last_logged)."""
+        lines = _tail_lines(state)
+        back = next((i for i, raw in enumerate(reversed(lines)) if raw.strip()), None)
+        if back is None or (back == len(lines) - 1 and len(state.tail) >= waits.TAIL_BYTES):
+            return  # no line, or only the end of one longer than the bytes kept
+        line = make_line(state.name, state.lineno - back, lines[-1 - back], state.default_rank)
+        draft = error_lines.last_logged(line.text)
+        if draft is not None:
+            out.append(Finding(draft, [line], line.rank, self.attempt))
 
     def _last_wait(self, state: _SourceState, points: int) -> tuple[LogLine, str] | None:
         if state.last_wait is None:

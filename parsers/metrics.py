@@ -312,10 +312,12 @@ def parse_metrics(text: str) -> dict[str, float]:
     ``grad_norm``, ``lr``, ``loss_scale``, ``step``, ``epoch``); ``{}`` if it reports none.
 
     A line without a plain ``loss`` takes its first named training loss (``Gen Loss Total``,
-    ``mask_loss``, ``total_loss``) as the loss: a NaN there is a NaN loss."""
+    ``mask_loss``, ``total_loss``) as the loss: a NaN there is a NaN loss. A named loss of
+    validation (``test val_loss``, ``valid_mel_loss``) is the validation loss the same way."""
     found: dict[str, float] = {}
     text = text[:MAX_METRIC_TEXT]
     named_loss: float | None = None
+    named_eval_loss: float | None = None
     for _, end, written, number in _pairs(text):
         key = written.lower()
         name = _CANONICAL.get(key)
@@ -330,8 +332,10 @@ def parse_metrics(text: str) -> dict[str, float]:
             # a loss scaler that skips the steps whose gradients overflowed.)
             value = _value(running["value"])
         if name is None:
-            if named_loss is None and not _NOT_TRAINING.search(key):
-                named_loss = value
+            if not _NOT_TRAINING.search(key):
+                named_loss = value if named_loss is None else named_loss
+            elif named_eval_loss is None:
+                named_eval_loss = value  # "test val_loss", "valid_mel_loss"
             continue
         if name not in found and (math.isfinite(value) or name in _MAY_BE_NONFINITE):
             found[name] = value
@@ -343,6 +347,8 @@ def parse_metrics(text: str) -> dict[str, float]:
                     found["step_total"] = float(total.group(1))
     if "loss" not in found and named_loss is not None:
         found["loss"] = named_loss
+    if "eval_loss" not in found and named_eval_loss is not None:
+        found["eval_loss"] = named_eval_loss
     lowered = text.lower()
     if "step" not in found:
         progress = _PROGRESS.search(text) if "/" in text else None

@@ -40,10 +40,19 @@ show the code around an arrow::
     File ~\\OCR\\trainer\\dataset.py:101, in Batch_Balanced_Dataset.get_batch(self)
     --> 101         image, text = next(data_loader_iter)
 
+and VS Code's debugger, which names the exception first and lists the frames innermost first::
+
+    Exception has occurred: RuntimeError       (note: full exception trace is shown but ...)
+    split_with_sizes expects split_sizes to sum exactly to 2700 (input tensor's size at ...)
+      File "/usr/lib/python3.10/site-packages/torch/_tensor.py", line 921, in split
+        return torch._VF.split_with_sizes(self, split_size, dim)
+      File "/home/me/train.py", line 12, in <module>
+        loss = model(batch)
+
 are each read as a block of the same shape: :mod:`.failure` turns the first two into an
 exception line that opens a block without frames (:meth:`TracebackCollector.start_message`),
 :func:`unbox` turns rich's box lines and :func:`from_ipython` IPython's into ordinary frame
-lines.
+lines, :func:`from_vscode` VS Code's block into an ordinary one.
 
 The line grammars are pyparsing, built once; the walk over a block's lines is plain Python,
 because a traceback is a sequence of line shapes rather than a nested language.
@@ -68,6 +77,8 @@ TRIGGERS = {
     "traceback_rich": r"Traceback \(most recent call last\) ─",
     # IPython's header: the exception's name, padding, and no colon.
     "traceback_ipython": r"[\w.]+ {2,}Traceback \(most recent call last\)\s*$",
+    # VS Code's debugger: "Exception has occurred: RuntimeError", the message, the frames.
+    "traceback_vscode": r"Exception has occurred: [\w.]+",
 }
 
 #: A block keeps its first HEAD_LINES and its last TAIL_LINES lines; what lies between (a
@@ -209,6 +220,30 @@ _IPYTHON_CONTEXT = lazy_compile(
 )
 
 
+#: VS Code's header; what may follow the name is its note about where execution paused.
+VSCODE_HEADER = lazy_compile(r"^\s*Exception has occurred: (?P<qualname>[\w.]+)(?:\s|$)")
+
+
+def from_vscode(lines: list[str]) -> list[str]:
+    """VS Code's exception block (header, message, frames innermost first) as the ordinary
+    traceback it stands for: the frames outermost first, the exception line last."""
+    header = VSCODE_HEADER.match(lines[0]) if lines else None
+    if header is None:
+        return lines
+    body = lines[1:]
+    first = next((i for i, t in enumerate(body) if t.lstrip().startswith('File "')), len(body))
+    message = [t.strip() for t in body[:first] if t.strip()]
+    frames: list[list[str]] = []
+    for text in body[first:]:
+        if text.lstrip().startswith('File "'):
+            frames.append([text])
+        elif frames:
+            frames[-1].append(text)
+    qualname = header["qualname"]
+    final = f"{qualname}: {message[0]}" if message else qualname
+    return [START, *(text for frame in reversed(frames) for text in frame), final, *message[1:]]
+
+
 def from_ipython(text: str) -> str:
     """One line of an IPython traceback's frames as the plain traceback line it stands for.
 
@@ -318,6 +353,8 @@ def is_exception_line(text: str) -> bool:
 
 def parse_block(lines: list[str]) -> Traceback | None:
     """Parse the lines of one traceback block (see the module docstring)."""
+    if lines and lines[0].lstrip().startswith("Exception has occurred: "):
+        lines = from_vscode(lines)
     exceptions: list[ExceptionInfo] = []
     frames: list[Frame] = []
     current: ExceptionInfo | None = None
@@ -425,6 +462,30 @@ class TracebackCollector:
         self._message_lines = 0
         self._max_message_lines = max_lines
 
+    def start_vscode(self, text: str) -> None:
+        """Begin a block at VS Code's ``Exception has occurred: T`` header: the message comes
+        next, then the frames (see :func:`from_vscode`)."""
+        self._restart(text)
+        self.state = "vscode_message"
+        self._message_lines = 0
+        self._max_message_lines = _MAX_MESSAGE_LINES
+
+    def _feed_vscode(self, text: str, stripped: str) -> tuple[list[str] | None, bool]:
+        """A line of a VS Code block: message lines up to the first frame, then frame and code
+        lines up to the first line that is neither."""
+        frame = stripped.startswith('File "')
+        if self.state == "vscode_message" and not frame:
+            self._message_lines += 1
+            if not stripped or self._message_lines > self._max_message_lines:
+                return self.finish(), False
+            self._append(text)
+            return None, True
+        if frame or (stripped and text[:1].isspace()):
+            self._append(text)
+            self.state = "vscode_frames"
+            return None, True
+        return self.finish(), False
+
     def feed(self, text: str, new_record: bool = False) -> tuple[list[str] | None, bool]:
         """Offer the next line; return ``(finished_block_or_None, consumed)``.
 
@@ -432,6 +493,8 @@ class TracebackCollector:
         A block of any length is kept to its first and last lines (see :data:`HEAD_LINES`).
         """
         stripped = text.strip()
+        if self.state.startswith("vscode"):
+            return self._feed_vscode(text, stripped)
         if self.state == "frames":
             if stripped.startswith(START):
                 self._restart(text)  # the previous header had no body; start over

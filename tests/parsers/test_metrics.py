@@ -84,10 +84,15 @@ from crashcart.parsers.metrics import parse_metrics
             " iteration       15/     600 | elapsed time per iteration (ms): 142474.1 | lm loss: 6.1",
             {"step": 15, "step_total": 600, "step_time_s": 142.4741, "loss": 6.1},
         ),
+        ("epoch: 0, test val_loss: nan", {"epoch": 0, "eval_loss": math.nan}),  # transtab
+        (
+            "epoch 3 | train_mel_loss: 0.41 | valid_mel_loss: 0.52",
+            {"epoch": 3, "loss": 0.41, "eval_loss": 0.52},
+        ),
     ],
 )
 def test_formats(line: str, expected: dict[str, float]) -> None:
-    assert parse_metrics(line) == pytest.approx(expected)
+    assert parse_metrics(line) == pytest.approx(expected, nan_ok=True)
 
 
 def test_nan_and_inf() -> None:

@@ -211,10 +211,98 @@ def test_a_traceback_cut_right_after_its_header_is_never_silent() -> None:
             "RuntimeError: No gym module found for the active version of Python (3.8)",
             "import_error",
         ),
+        # RAFT-Stereo's own check on its predictions (princeton-vl/RAFT-Stereo#66)
+        (
+            "AssertionError: assert not torch.isnan(flow_preds[i]).any() and not"
+            " torch.isinf(flow_preds[i]).any()",
+            "nan_loss",
+        ),
+        # a compiled extension's pybind11 signature from another release (mamba#352)
+        (
+            "TypeError: causal_conv1d_fwd(): incompatible function arguments. The following"
+            " argument types are supported:",
+            "import_error",
+        ),
+        # a kernel's size requirement (mamba#345)
+        (
+            "RuntimeError: causal_conv1d only supports channel dimension divisible by 8 for now",
+            "config_error",
+        ),
+        # transformers' VLMs (LLaMA-Factory#8329)
+        (
+            "ValueError: Image features and image tokens do not match: tokens: 2005, features 2695",
+            "shape_mismatch",
+        ),
+        # DGL's graph frames (dgl#3165)
+        (
+            "dgl._ffi.base.DGLError: Expect number of features to match number of nodes (len(u))."
+            " Got 18612081 and 18612080 instead.",
+            "shape_mismatch",
+        ),
+        # torch 1.x's CPU allocator: posix_memalign failed with ENOMEM (pyg#581)
+        (
+            "RuntimeError: [enforce fail at CPUAllocator.cpp:56] posix_memalign(&data, gAlignment,"
+            " nbytes) == 0. 12 vs 0",
+            "host_oom",
+        ),
+        # gradient checkpointing's checkpoint(), not a saved checkpoint (LLaMA-Factory#6405)
+        (
+            "RuntimeError: none of output has requires_grad=True, this checkpoint() is not"
+            " necessary",
+            "requires_grad",
+        ),
+        # bitsandbytes asks for GPU memory, not the host's (bitsandbytes#881)
+        (
+            "ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have"
+            " enough GPU RAM to fit the quantized model.",
+            "cuda_oom",
+        ),
+        # the shell's "Killed" printed over a line redrawn with \r (facebookresearch/dlrm#4)
+        ("Killedg in train batch: 127687 / 263115", "host_oom"),
+        # an ImportError's message logged by a library that caught it (TabPFN#571)
+        (
+            "\t\tcannot import name 'resolve_model_path' from 'tabpfn.model.loading'"
+            " (/content/tabpfn/src/tabpfn/model/loading.py)",
+            "import_error",
+        ),
     ],
 )
 def test_the_words_of_a_message_name_its_category(message: str, category: str) -> None:
     assert categories(run_text(message + "\n"))[0] == category
+
+
+def test_a_vscode_exception_block_is_read_as_its_traceback() -> None:
+    # VS Code's debugger names the exception, then the message, then the frames innermost first
+    # (huggingface/transformers#31434).
+    report = run_text(
+        """\
+        Exception has occurred: RuntimeError       (note: full exception trace is shown but execution is paused at: _run_module_as_main)
+        split_with_sizes expects split_sizes to sum exactly to 2700 (input tensor's size at dimension -1), but got split_sizes=[3]
+          File "/home/me/.local/lib/python3.10/site-packages/torch/_tensor.py", line 921, in split
+            return torch._VF.split_with_sizes(self, split_size, dim)
+          File "/home/me/project/train.py", line 12, in <module>
+            loss = model(batch)
+        """
+    )
+    (fact,) = [f for f in report.facts if f["kind"] == "exception"]
+    assert fact["type"] == "RuntimeError"
+    assert fact["message"].startswith("split_with_sizes expects")
+    assert fact["calls"] == "<module> split"  # outermost first, as a traceback prints them
+    assert "cut" not in fact
+    assert [d.rule for d in report.diagnoses] == ["unrecognised"]  # one failure, not two
+
+
+def test_a_log_that_ends_on_a_logged_error_is_never_silent() -> None:
+    # HugeCTR (NVIDIA-Merlin/HugeCTR#39): its reader logs the error and the run stops there.
+    text = (
+        "[21d09h02m30s][HUGECTR][INFO]: num_internal_buffers 1\n"
+        "[HCDEBUG][ERROR] DataHeaderError /hugectr/HugeCTR/include/data_readers/data_reader_worker.hpp:58\n"
+    )
+    report = run_text(text)
+    assert [d.rule for d in report.diagnoses] == ["unrecognised"]
+    assert report.diagnoses[0].evidence[0].lineno == 2
+    # In the middle of a run that goes on, a logged error may be routine.
+    assert run_text(text + "step 10 loss 2.31\n" * 3).diagnoses == []
 
 
 def test_a_windows_path_in_a_frame_keeps_its_backslashes() -> None:
