@@ -226,7 +226,12 @@ class Diagnoser:
         if ranks and len(ranks) > 1:
             reason += f" on ranks {ranges(ranks)}"
         if rule.tier == "vocabulary":
-            reason = f"vocabulary rule {rule.id}: the message names {_words(rule, facts)}"
+            words = _words(rule, facts)
+            reason = (
+                f"vocabulary rule {rule.id}: the message names {words}"
+                if words
+                else f"vocabulary rule {rule.id} matched (ranked below specific rules)"
+            )
         if len(group) > 1:
             reason += f"; {len(group) - 1} more rule(s) of this category agree"
             confidence = min(0.99, confidence + 0.03)
@@ -295,7 +300,8 @@ _MAX_WORDS = 6
 
 
 def _words(rule: Rule, facts: list[Fact]) -> str:
-    """The words of the matched facts that a vocabulary rule's ``matches`` tests found."""
+    """The words of the matched facts that a vocabulary rule's ``matches`` tests found; empty
+    for a rule that reads no words (a log that ends on NCCL's set-up)."""
     words: dict[str, None] = {}
     for condition, fact in zip([*rule.all, *rule.any], facts, strict=False):
         for name, test in condition.where.items():
@@ -306,7 +312,7 @@ def _words(rule: Rule, facts: list[Fact]) -> str:
                 words.setdefault(f'"{match.group(0).strip()[:40]}"')
                 if len(words) >= _MAX_WORDS:
                     break
-    return ", ".join(words) or "its category's words"
+    return ", ".join(words)
 
 
 #: (path, line of an exception's message) -> the frame line its traceback's evidence names.

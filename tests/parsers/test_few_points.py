@@ -263,6 +263,8 @@ def test_a_log_that_ends_as_training_starts_is_a_probable_hang(log: str) -> None
     assert [d.rule for d in report.diagnoses] == ["hang.before_first_step"]
     assert report.diagnoses[0].fields["wait"] == "training_start"
     assert report.diagnoses[0].confidence < 0.5  # a paste cut there looks the same
+    # It reads no words of a message, so its reason quotes none.
+    assert report.diagnoses[0].reason.endswith("matched (ranked below specific rules)")
 
 
 @pytest.mark.parametrize(
