@@ -26,8 +26,9 @@ from .base import Draft
 from .lazy import lazy_compile
 from .lines import LogLine
 
-#: A value named and printed NaN: ``D_A: nan``, ``cycle_A=nan``.
+#: A value named and printed NaN (``D_A: nan``, ``cycle_A=nan``), and a record of three of them.
 _NAMED_NAN = r"\b[A-Za-z][\w/.-]{0,40}[ \t]*[:=][ \t]*nan\b"
+_NAMED_NAN_RECORD_PATTERN = rf"{_NAMED_NAN}(?:[^\n]*{_NAMED_NAN}){{2}}"
 
 TRIGGERS = {
     "loss_scale": (
@@ -51,7 +52,7 @@ TRIGGERS = {
         r"|:[ \t]*\[[ \t]*nan[ \t]+(?:[^\]\n]*[ \t])?nan\b[^\]\n]*\][ \t]*$"
         # A record whose every term went NaN, under names that are not "loss" (CycleGAN's
         # "D_A: nan G_A: nan cycle_A: nan idt_A: nan"): three named NaN values on one line.
-        rf"|{_NAMED_NAN}(?:[^\n]*{_NAMED_NAN}){{2}}"
+        rf"|{_NAMED_NAN_RECORD_PATTERN}"
     ),
 }
 
@@ -85,7 +86,7 @@ PRINTED_NAN_LINES = 3
 _TENSOR_OF_NAN = lazy_compile(r"(?i)\[[ \t]*nan[ \t]*,")
 #: ... and records of named NaN values it takes (two in a row: the run did not recover).
 PRINTED_NAN_RECORDS = 2
-_NAMED_NAN_RECORD = lazy_compile(rf"(?i){_NAMED_NAN}(?:.*{_NAMED_NAN}){{2}}")
+_NAMED_NAN_RECORD = lazy_compile(f"(?i){_NAMED_NAN_RECORD_PATTERN}")
 # The module's triggers share one prefilter bit: each handler checks its own line again.
 STOPPED = lazy_compile(TRIGGERS["stopped"])
 _PRINTED_NAN = lazy_compile(TRIGGERS["printed_nan"])

@@ -121,7 +121,6 @@ def _message(signature: str, text: str) -> str:
     return text.split("error: ", 1)[-1].strip()
 
 
-@never_raises
 def last_logged(text: str) -> Draft | None:
     """The draft for a logger's ERROR that is the last line of its log: routine in the middle
     of a run, but a run that ends on one ended because of it (HugeCTR's ``[HCDEBUG][ERROR]
@@ -133,6 +132,7 @@ def last_logged(text: str) -> Draft | None:
     return found[0]
 
 
+@never_raises
 def parse(text: str) -> list[Draft]:
     """An ``error_line`` draft for a line of ``text`` that reports an error outside an
     exception; ``[]`` for an exception line (the traceback reader has it) or a routine one."""

@@ -848,10 +848,9 @@ class Extractor:
         if state.last_wait is None:
             return None
         line, kind, points_then = state.last_wait
-        reach = _WAIT_REACH.get(kind, waits.TAIL_LINES)
-        if state.lineno - line.lineno > reach or points != points_then:
-            return None
         back = state.lineno - line.lineno
+        if back > _WAIT_REACH.get(kind, waits.TAIL_LINES) or points != points_then:
+            return None
         if kind == "training_start" and back:
             tail = _tail_lines(state)
             if any(waits.FAILED_AFTER.search(raw) for raw in tail[len(tail) - back :]):

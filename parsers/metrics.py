@@ -332,10 +332,11 @@ def parse_metrics(text: str) -> dict[str, float]:
             # a loss scaler that skips the steps whose gradients overflowed.)
             value = _value(running["value"])
         if name is None:
-            if not _NOT_TRAINING.search(key):
-                named_loss = value if named_loss is None else named_loss
-            elif named_eval_loss is None:
-                named_eval_loss = value  # "test val_loss", "valid_mel_loss"
+            if _NOT_TRAINING.search(key):
+                if named_eval_loss is None:
+                    named_eval_loss = value  # "test val_loss", "valid_mel_loss"
+            elif named_loss is None:
+                named_loss = value
             continue
         if name not in found and (math.isfinite(value) or name in _MAY_BE_NONFINITE):
             found[name] = value

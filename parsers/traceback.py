@@ -226,7 +226,8 @@ VSCODE_HEADER = lazy_compile(r"^\s*Exception has occurred: (?P<qualname>[\w.]+)(
 
 def from_vscode(lines: list[str]) -> list[str]:
     """VS Code's exception block (header, message, frames innermost first) as the ordinary
-    traceback it stands for: the frames outermost first, the exception line last."""
+    traceback it stands for: the frames outermost first, the exception line last. Any other
+    block is returned as it is."""
     header = VSCODE_HEADER.match(lines[0]) if lines else None
     if header is None:
         return lines
@@ -353,8 +354,7 @@ def is_exception_line(text: str) -> bool:
 
 def parse_block(lines: list[str]) -> Traceback | None:
     """Parse the lines of one traceback block (see the module docstring)."""
-    if lines and lines[0].lstrip().startswith("Exception has occurred: "):
-        lines = from_vscode(lines)
+    lines = from_vscode(lines)
     exceptions: list[ExceptionInfo] = []
     frames: list[Frame] = []
     current: ExceptionInfo | None = None

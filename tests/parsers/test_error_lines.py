@@ -111,3 +111,16 @@ def test_a_tools_system_error_is_read_after_the_progress_bar_it_shares_a_line_wi
         " No such file or directory"
     )
     assert "os_error" not in error_lines.FAILURE_SIGNATURES  # `ls` says it in healthy runs too
+
+
+@pytest.mark.parametrize("junk", [None, 12, "(" * 50_000, "ERROR: " * 5_000])
+def test_never_raises(junk) -> None:
+    assert isinstance(error_lines.parse(junk), list)
+
+
+def test_only_a_logged_error_is_one_on_the_last_line() -> None:
+    last = error_lines.last_logged("[HCDEBUG][ERROR] DataHeaderError /hugectr/data_reader.hpp:58")
+    assert last is not None and last.fields["signature"] == "last_logged"
+    assert "last_logged" in error_lines.FAILURE_SIGNATURES
+    assert error_lines.last_logged("error in roi_align_forward_cuda: invalid argument") is None
+    assert error_lines.last_logged("step 10 loss 2.31") is None
