@@ -98,6 +98,9 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # rules use a fraction of each.
 #: Nesting of mappings and lists (the shipped rules nest 7 deep; the YAML parsers recurse).
 MAX_DEPTH = 32
+TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels (the limit of a rule file)"
+#: What libyaml (0.2.6 on) says when its own, deeper, nesting limit stops it first.
+LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 #: Rules loaded at once, over every file and directory.
 MAX_RULES = 5000
 #: Conditions of one rule (every ``any`` branch becomes an engine rule).
@@ -209,7 +212,7 @@ def _loader_for(path: str, source: SourceText | None = None) -> type[SafeConstru
                 raise yaml.composer.ComposerError(
                     None,
                     None,
-                    f"nested deeper than {MAX_DEPTH} levels (the limit of a rule file)",
+                    TOO_DEEP,
                     self.peek_event().start_mark,
                 )
 
@@ -928,6 +931,10 @@ def load_file(path: Path, errors: list[RuleError], style: bool = False) -> list[
             else Mark(str(path), 1, 1, source)
         )
         problem = _first_line(str(error.problem or error.context))
+        if problem == LIBYAML_TOO_DEEP:
+            # libyaml 0.2.6 (PyYAML 6.0.4) stops at 1,000 levels while scanning ahead, before our
+            # composer counts to MAX_DEPTH: one wording whichever limit is met first.
+            problem = TOO_DEEP
         errors.append(RuleError(where, f"invalid YAML: {problem}"))
         return []
     except yaml.YAMLError as error:
