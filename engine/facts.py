@@ -173,7 +173,7 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "persisted": "true when it stayed non-finite (two records in a row, or to the log's end)",
     },
     "printed_nan": {
-        "form": "tensor (a printed tensor of NaN) | record (named values all NaN) | number (bare nan lines)",
+        "form": "tensor (a printed tensor of NaN) | row (a table row of NaN cells) | record (named values all NaN) | number (bare nan lines, or a key-value table's loss rows)",
         "lines": "lines of printed NaN seen when it was reported",
         "text": "the last of them",
         "points_before": "metric lines read before it",

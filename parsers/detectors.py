@@ -29,6 +29,11 @@ from .lines import LogLine
 #: A value named and printed NaN (``D_A: nan``, ``cycle_A=nan``), and a record of three of them.
 _NAMED_NAN = r"\b[A-Za-z][\w/.-]{0,40}[ \t]*[:=][ \t]*nan\b"
 _NAMED_NAN_RECORD_PATTERN = rf"{_NAMED_NAN}(?:[^\n]*{_NAMED_NAN}){{2}}"
+#: A row of a column table with three NaN cells side by side, after at most four cells of
+#: counters (ultralytics' ``0/272  18/7328  nan  nan  nan  nan  116  0.273`` under its
+#: ``Epoch gpu_mem GIoU obj cls total`` header). torch and numpy print ``nan``; pandas'
+#: ``NaN`` marks a missing cell of data, not a computation gone NaN.
+_NAN_ROW_PATTERN = r"^[ \t]*(?:[^\s:=]+[ \t]+){0,4}(?-i:nan)(?:[ \t]+(?-i:nan)){2}(?:[ \t]|$)"
 
 TRIGGERS = {
     "loss_scale": (
@@ -53,6 +58,10 @@ TRIGGERS = {
         # A record whose every term went NaN, under names that are not "loss" (CycleGAN's
         # "D_A: nan G_A: nan cycle_A: nan idt_A: nan"): three named NaN values on one line.
         rf"|{_NAMED_NAN_RECORD_PATTERN}"
+        rf"|{_NAN_ROW_PATTERN}"
+        # A key-value table's loss or grad-norm row gone NaN (rlpyt's and OpenAI's loggers:
+        # "| model_loss/Average    nan", "| loss | nan |"); like bare values, three such rows.
+        r"|(?:^|\|)[ \t]*(?:[A-Za-z][\w/.-]{0,40})?(?:loss|grad_?norm)[\w/.-]{0,20}[ \t]*\|?[ \t]+nan[ \t]*\|?[ \t]*$"
     ),
 }
 
@@ -87,6 +96,8 @@ _TENSOR_OF_NAN = lazy_compile(r"(?i)\[[ \t]*nan[ \t]*,")
 #: ... and records of named NaN values it takes (two in a row: the run did not recover).
 PRINTED_NAN_RECORDS = 2
 _NAMED_NAN_RECORD = lazy_compile(f"(?i){_NAMED_NAN_RECORD_PATTERN}")
+#: ... and table rows: one is enough (a table prints a row per epoch or per hundreds of steps).
+_NAN_ROW = lazy_compile(_NAN_ROW_PATTERN.replace("(?-i:nan)", "nan"))
 # The module's triggers share one prefilter bit: each handler checks its own line again.
 STOPPED = lazy_compile(TRIGGERS["stopped"])
 _PRINTED_NAN = lazy_compile(TRIGGERS["printed_nan"])
@@ -414,13 +425,15 @@ class SeriesTracker:
             return []
         self._printed_nan.append(line)
         tensor = _TENSOR_OF_NAN.search(line.text) is not None
+        row = not tensor and _NAN_ROW.search(line.text) is not None
         records = _NAMED_NAN_RECORD.search(line.text) is not None
         needed = PRINTED_NAN_RECORDS if records else PRINTED_NAN_LINES
-        if not tensor and len(self._printed_nan) < needed:
+        if not (tensor or row) and len(self._printed_nan) < needed:
             return []
         self._reported.add("printed_nan")
+        form = "tensor" if tensor else "row" if row else "record" if records else "number"
         fields: dict[str, object] = {
-            "form": "tensor" if tensor else "record" if records else "number",
+            "form": form,
             "text": line.text.strip()[:200],
             "points_before": self.points,
         }

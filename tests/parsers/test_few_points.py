@@ -44,6 +44,39 @@ def test_records_whose_every_named_term_is_nan_are_nan_loss() -> None:
     assert run_text(record.format(300)).diagnoses == []  # one record may be a step it skipped
 
 
+def test_a_table_row_of_nan_cells_is_nan_loss_at_once() -> None:
+    # ultralytics/yolov5#4963: one row per epoch under "Epoch gpu_mem box obj cls labels
+    # img_size"; the three loss cells are NaN and nothing names them on the row itself.
+    report = run_text(
+        """\
+             Epoch   gpu_mem       box       obj       cls    labels  img_size
+              1/99     2.64G         nan       nan       nan         4       416
+        """
+    )
+    assert [d.rule for d in report.diagnoses] == ["nan_loss.printed_values"]
+    assert report.diagnoses[0].fields["form"] == "row"
+
+
+def test_missing_cells_that_pandas_prints_as_nan_are_not_a_nan_loss() -> None:
+    table = "   id  score  label  weight\n" + "".join(
+        f"{i}   {i}.5    NaN    NaN    NaN\n" for i in range(5)
+    )
+    assert run_text(table).diagnoses == []
+
+
+def test_key_value_table_rows_of_a_nan_loss_are_nan_loss() -> None:
+    # rlpyt's tabular logger (dreamer-pytorch#86) and OpenAI's: one row per key, the loss rows
+    # NaN. Three rows say it, like bare values; an episode statistic that is NaN is not a loss.
+    rows = """\
+        2022-07-13 11:45:22.240310  | grad_norm_model/Average        nan
+        2022-07-13 11:45:22.240340  | model_loss/Average              nan
+        2022-07-13 11:45:22.240390  | actor_loss/Average              nan
+        """
+    assert [d.rule for d in run_text(rows).diagnoses] == ["nan_loss.printed_values"]
+    returns = "".join(f"| ReturnAverage{i}          nan\n" for i in range(4))
+    assert run_text(returns).diagnoses == []
+
+
 def test_one_nan_the_run_recovers_from_is_not_persisted() -> None:
     records = "".join(f"{{'loss': {2.0 - i / 50:.3f}, 'grad_norm': 1.5}}\n" for i in range(10))
     report = run_text("{'loss': 2.1, 'grad_norm': nan}\n" + records)

@@ -343,13 +343,27 @@ def test_an_unknown_bare_assertion_names_its_statement() -> None:
         """\
         Traceback (most recent call last):
           File "train.py", line 12, in <module>
-            assert cfg.warmup < cfg.steps
+            assert len(queue) < limit
         AssertionError
         """
     )
     (diagnosis,) = report.diagnoses
     assert diagnosis.category == "unrecognised"
-    assert "AssertionError: assert cfg.warmup < cfg.steps." in diagnosis.summary
+    assert "AssertionError: assert len(queue) < limit." in diagnosis.summary
+
+
+def test_a_bare_assertion_on_the_settings_is_a_configuration_error() -> None:
+    # XLM's trainer (XLM#343) checks its flags with asserts: --fp16 needs --amp 1 or more.
+    report = run_text(
+        """\
+        Traceback (most recent call last):
+          File "/content/XLM/xlm/trainer.py", line 58, in __init__
+            assert params.amp >= 1 or not params.fp16
+        AssertionError
+        """
+    )
+    assert [d.rule for d in report.diagnoses] == ["config_error.assertion_on_settings"]
+    assert "assert params.amp >= 1 or not params.fp16" in report.diagnoses[0].summary
 
 
 def test_a_logged_message_before_a_cut_traceback_on_its_line_is_read() -> None:
