@@ -205,3 +205,25 @@ def test_an_epoch_counter_back_at_its_start_begins_a_new_attempt() -> None:
         f"{epochs(1, [4711.03, 401.34, 232.15, 201.90])}\n"
     )
     assert report.diagnoses == []
+
+
+def test_a_cuda_warning_the_run_survived_ranks_below_the_error_that_ended_it() -> None:
+    # rl-agents (SafetyRL_HighwayEnv#1): torch warned that the driver is too old and the run went
+    # on on the CPU, where a Linear layer got 5 features instead of 7.
+    warning = (
+        "/usr/lib/python3.6/site-packages/torch/cuda/__init__.py:52: UserWarning: CUDA "
+        "initialization: The NVIDIA driver on your system is too old (found version 9010)."
+    )
+    report = run_text(
+        f"""\
+        {warning}
+        Traceback (most recent call last):
+          File "experiments.py", line 45, in main
+            agent.act(obs)
+        RuntimeError: mat1 and mat2 shapes cannot be multiplied (1x5 and 7x64)
+        """
+    )
+    assert categories(report) == ["shape_mismatch", "cuda_setup"]
+    assert report.diagnoses[1].rule == "cuda_setup.driver_warning"
+    # Alone, the warning is the cause.
+    assert [d.rule for d in run_text(warning + "\n").diagnoses] == ["cuda_setup.driver_warning"]
