@@ -43,6 +43,8 @@ TRIGGERS: dict[str, str] = {
     "shm_out_of_shared_memory": r"out of shared memory",
     "shm_torch_file": r"unable to (?:write to file|open shared memory object|mmap \d+ bytes from file) </",
     "shm_nccl_segment": r"Error while creating shared memory segment",
+    # A crash handler's backtrace (UCX's "==== backtrace ====") through NCCL's segment opener.
+    "shm_nccl_open_frame": r"\bncclShmOpen\(\)",
     "shm_nccl_fallocate": r"NCCL WARN Call to posix_fallocate failed",
     "shm_caught_sigbus": r"Caught signal 7 \(Bus error",
     "worker_killed": r"DataLoader worker \(pid",
@@ -234,7 +236,7 @@ def _shm_error(text: str, worker: Draft | None) -> Draft | None:
         variant = "bus_error"  # UCX's and NCCL's crash handlers: SIGBUS on a full /dev/shm
     elif "NCCL WARN Call to posix_fallocate failed" in text and "No space left" in text:
         variant = "no_space"  # NCCL sizes its /dev/shm segments with posix_fallocate
-    elif "Error while creating shared memory segment" in text:
+    elif "Error while creating shared memory segment" in text or "ncclShmOpen()" in text:
         variant = "nccl_segment"
     elif shm_file and "No space left on device" in text:
         variant = "no_space"

@@ -222,6 +222,8 @@ def at_chance(name: str, points: list[Point]) -> Draft | None:
         return None
     started = tail[0].step is not None and tail[0].step >= _PAST_START_STEP
     started = started or (tail[0].epoch is not None and tail[0].epoch >= _PAST_START_EPOCH)
+    if not started and tail[0].step is not None:
+        return None  # the first steps of a run: every classifier starts at chance
     for classes in _CLASS_COUNTS + (_OUTPUT_SIZES if started else ()):
         chance = math.log(classes)
         if all(abs(p.value - chance) <= _CHANCE_TOLERANCE * chance + 5e-4 for p in tail):

@@ -227,3 +227,14 @@ def test_a_cuda_warning_the_run_survived_ranks_below_the_error_that_ended_it() -
     assert report.diagnoses[1].rule == "cuda_setup.driver_warning"
     # Alone, the warning is the cause.
     assert [d.rule for d in run_text(warning + "\n").diagnoses] == ["cuda_setup.driver_warning"]
+
+
+def test_a_scheduler_that_says_the_job_is_preempted_is_preemption() -> None:
+    # submitit on Slurm (its PR #1701 log): SIGHUP, then its own word for it.
+    report = run_text(
+        """\
+        submitit WARNING (2022-07-12 04:18:45,881) - Bypassing signal SIGTERM
+        submitit WARNING (2022-07-12 04:18:45,881) - Caught signal SIGHUP on learnfair0293: this job is preempted.
+        """
+    )
+    assert categories(report)[:1] == ["preemption"]

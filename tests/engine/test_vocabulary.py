@@ -282,6 +282,60 @@ def test_words_that_explain_a_worker_failure_rank_above_it() -> None:
             "TypeError: TrainingArguments.__init__() got an unexpected keyword argument 'warmup'",
             "config_error",
         ),
+        # batches 48-56 (detection, speech, BERT era, RL, embeddings, pose, Kaggle), as posted
+        ("RuntimeError: apex.optimizers.FusedAdam requires cuda extensions", "import_error"),
+        (
+            "RuntimeError: p_copy.type().is_cuda() ASSERT FAILED at csrc/fused_adam_cuda.cpp:13,"
+            " please report a bug to PyTorch. p_copy must be a CUDA tensor",
+            "device_mismatch",
+        ),
+        (
+            "RuntimeError: Input, output and indices must be on the current device",
+            "device_mismatch",
+        ),
+        (
+            "RuntimeError: Input tensor at index 3 has invalid shape [32, 32], but expected"
+            " [32, 34]",
+            "shape_mismatch",
+        ),
+        (
+            "RuntimeError: All tensor operands to scatter/gather must have the same number of"
+            " elements",
+            "shape_mismatch",
+        ),
+        ("AssertionError: number of labels does not match (3008 != 12034)", "data_error"),
+        (
+            "ValueError: Labels' sequence length 495 cannot exceed the maximum allowed length of"
+            " 448 tokens.",
+            "data_error",
+        ),
+        (
+            "ValueError: FP16 Mixed precision training with AMP or APEX (`--fp16`) and FP16 half"
+            " precision evaluation (`--fp16_full_eval`) can only be used on CUDA devices.",
+            "cuda_setup",
+        ),
+        (
+            "RuntimeError: cuda runtime error (30) : unknown error at"
+            " d:\\pytorch\\pytorch\\torch\\lib\\thc\\generic/THCTensorMathPointwise.cu:606",
+            "cuda_setup",
+        ),
+        ("AttributeError: module 'torch._C' has no attribute '_cuda_getDevice'", "cuda_setup"),
+        # Windows words the error in the user's language; its number is the same in all.
+        ("OSError: [WinError 1455] 页面文件太小，无法完成操作。", "host_oom"),
+        (
+            "ValueError: could not broadcast input array from shape (8) into shape (28)",
+            "shape_mismatch",
+        ),
+        # pickle cannot find the class of a whole model saved with torch.save(model)
+        (
+            "AttributeError: Can't get attribute 'Net' on <module '__main__' from 'cifar10.py'>",
+            "checkpoint_load",
+        ),
+        (
+            "RuntimeError: Invalid index in scatter at"
+            " /pytorch/aten/src/TH/generic/THTensorEvenMoreMath.cpp:151",
+            "cuda_device_assert",
+        ),
     ],
 )
 def test_library_wordings_name_their_category(line: str, category: str) -> None:

@@ -96,6 +96,17 @@ def test_a_loss_at_chance_level_is_a_plateau() -> None:
     assert categories(report) == ["loss_plateau"]
 
 
+def test_a_loss_at_chance_in_the_first_steps_is_where_every_run_starts() -> None:
+    # pytorch/examples' ImageNet AlexNet (examples#164): steps 14-21 of epoch 0 at ln(1000).
+    lines = "".join(
+        f"Epoch: [0][{step}/5005]\tTime 0.154 (8.010)\tLoss 6.90{74 + step % 3} (6.9080)\n"
+        for step in range(14, 22)
+    )
+    assert "loss_plateau" not in categories(run_text(lines))
+    later = lines.replace("Epoch: [0]", "Epoch: [3]")
+    assert categories(run_text(later)) == ["loss_plateau"]
+
+
 def test_a_loss_no_healthy_run_reaches_is_an_explosion() -> None:
     report = run_text(
         """\

@@ -156,6 +156,12 @@ POSITIVES = [
         "shm_error",
         {"variant": "bus_error"},
     ),
+    # LLaMA-Factory#1013: UCX's backtrace of the crash, its signal line lost from the paste
+    (
+        " 2 0x0000000003e1160d ncclShmOpen()  /pytorch/third_party/nccl/nccl/src/misc/shmutils.cc:52",
+        "shm_error",
+        {"variant": "nccl_segment"},
+    ),
     (
         "RuntimeError: DataLoader worker (pid 1234) is killed by signal: Killed.",
         "worker_killed",
