@@ -98,6 +98,7 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # rules use a fraction of each.
 #: Nesting of mappings and lists (the shipped rules nest 7 deep; the YAML parsers recurse).
 MAX_DEPTH = 32
+#: The one message for a file nested past either limit, ours or libyaml's.
 TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels (the limit of a rule file)"
 #: What libyaml (0.2.6 on) says when its own, deeper, nesting limit stops it first.
 LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"

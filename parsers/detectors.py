@@ -97,7 +97,7 @@ _TENSOR_OF_NAN = lazy_compile(r"(?i)\[[ \t]*nan[ \t]*,")
 PRINTED_NAN_RECORDS = 2
 _NAMED_NAN_RECORD = lazy_compile(f"(?i){_NAMED_NAN_RECORD_PATTERN}")
 #: ... and table rows: one is enough (a table prints a row per epoch or per hundreds of steps).
-_NAN_ROW = lazy_compile(_NAN_ROW_PATTERN.replace("(?-i:nan)", "nan"))
+_NAN_ROW = lazy_compile(_NAN_ROW_PATTERN)
 # The module's triggers share one prefilter bit: each handler checks its own line again.
 STOPPED = lazy_compile(TRIGGERS["stopped"])
 _PRINTED_NAN = lazy_compile(TRIGGERS["printed_nan"])
