@@ -245,6 +245,22 @@ def from_vscode(lines: list[str]) -> list[str]:
     return [START, *(text for frame in reversed(frames) for text in frame), final, *message[1:]]
 
 
+def dedented(lines: list[str]) -> list[str]:
+    """The block with the indentation a paste added to all of its lines taken off again.
+
+    A traceback quoted in an issue often has every line but its header shifted right (frames at
+    six spaces, the exception line at four): Python writes its frames two spaces in and the
+    exception line at the margin, so whatever the frames carry beyond two spaces is the paste's
+    and comes off every line that has it. A block whose frames sit at two spaces or less is
+    returned as it is."""
+    indents = [len(t) - len(t.lstrip()) for t in lines if t.lstrip().startswith('File "')]
+    extra = min(indents, default=0) - 2
+    if extra <= 0:
+        return lines
+    margin = " " * extra
+    return [t[extra:] if t.startswith(margin) else t for t in lines]
+
+
 def from_ipython(text: str) -> str:
     """One line of an IPython traceback's frames as the plain traceback line it stands for.
 
@@ -354,7 +370,7 @@ def is_exception_line(text: str) -> bool:
 
 def parse_block(lines: list[str]) -> Traceback | None:
     """Parse the lines of one traceback block (see the module docstring)."""
-    lines = from_vscode(lines)
+    lines = dedented(from_vscode(lines))
     exceptions: list[ExceptionInfo] = []
     frames: list[Frame] = []
     current: ExceptionInfo | None = None

@@ -57,6 +57,25 @@ def test_chained_exceptions_keep_their_causes() -> None:
     assert not parse_block(direct).final.while_handling  # raise ... from: not a second failure
 
 
+def test_a_block_indented_by_the_paste_keeps_its_exception_line() -> None:
+    # mmdetection#1179: every line but the header shifted four spaces to the right.
+    quoted = [
+        "Traceback (most recent call last):",
+        '      File "tools/train.py", line 86, in main',
+        "        datasets = [build_dataset(cfg.data.train)]",
+        '      File "/opt/mmdet/utils/registry.py", line 67, in build_from_cfg',
+        "        obj_type, registry.name))",
+        "    KeyError: 'None is not in the dataset registry'",
+    ]
+    parsed = parse_block(quoted)
+    assert parsed is not None and not parsed.final.cut
+    assert parsed.final.type == "KeyError"
+    assert parsed.final.message == "'None is not in the dataset registry'"
+    assert parsed.frames[-1].code == "obj_type, registry.name))"
+    # Python's own indentation is not the paste's: the message continues, the code stays code.
+    assert parse_block(SIMPLE).final.message.startswith("element 0 of tensors")
+
+
 def test_qualified_exception_names() -> None:
     parsed = parse_block([*SIMPLE[:-1], "torch.OutOfMemoryError: CUDA out of memory."])
     assert parsed is not None
