@@ -63,7 +63,10 @@ TRIGGERS: dict[str, str] = {
     r"|INVALID_VALUE|NOT_SUPPORTED|ARCH_MISMATCH|MAPPING_ERROR|LICENSE_ERROR)",
     # torch's ``CUDA error: ...``, and the check macro of CUDA code outside torch (a custom
     # kernel, a GNN sampler): ``GPUassert: an illegal memory access was encountered file.cu 458``.
-    "cuda_error": r"(?:CUDA|HIP) error: [a-z]|GPUassert: [a-z]",
+    "cuda_error": r"(?:CUDA|HIP) error: [a-z]|GPUassert: [a-z]"
+    # cudaGetErrorString's own sentences, as a kernel library's check macro prints them after a
+    # prefix of its own ("[CUDA ERROR] in rasterizer_impl.cu / Line 298: an illegal memory ...").
+    r"|\ban illegal (?:memory access|instruction) was encountered",
     "hip_error_name": r"hipError(?:NoBinaryForGpu|InvalidDeviceFunction|IllegalAddress|LaunchFailure)"
     r"|cudaError(?:IllegalAddress|LaunchFailure|NoKernelImageForDevice|MisalignedAddress|Assert"
     r"|InvalidDeviceFunction)\b",
@@ -75,7 +78,10 @@ TRIGGERS: dict[str, str] = {
     # A paste rendered as markdown loses the backticks: the kernel's block/thread site still
     # marks the line as a device assertion.
     "device_assert": r"Assertion `[^`]+` failed|Device-side assertion `[^`]+['`] failed"
-    r"|thread: \[\d+,\d+,\d+\] Assertion [^`]+ failed",
+    r"|thread: \[\d+,\d+,\d+\] Assertion [^`]+ failed"
+    # The kernel's site alone, where a terminal wrapped the line before its assertion (only a
+    # device-side assert prints a kernel file with its block coordinates).
+    r"|\.cuh?:\d+: [^\n]{0,300}block: \[\d+,\d+,\d+\]",
 }
 
 
@@ -245,6 +251,10 @@ def _grammar() -> dict[str, pp.ParserElement]:
         r"|Device-side assertion `(?P<hip_assertion>[^`'\n]*)['`] failed"
         r"|(?<=\] )Assertion (?P<bare_assertion>[^`\n]+?) failed"
     )
+    site_only = pp.Regex(
+        r"(?P<file>(?:[A-Za-z]:)?[\w./\\\-]{1,300}\.cuh?):(?P<line>\d+): "
+        r"(?:(?P<kernel>[^\n]{1,300}?): )?block: \[\d+,\d+,\d+\]"
+    )
     return {
         "checking": checking,
         "found_two": found_two,
@@ -255,6 +265,7 @@ def _grammar() -> dict[str, pp.ParserElement]:
         "expected_device": expected_device,
         "cublas": cublas,
         "device_assert": device_assert,
+        "device_assert_site": site_only,
     }
 
 
@@ -335,6 +346,12 @@ def _device_mismatch(text: str, grammar: dict[str, pp.ParserElement]) -> Draft |
     return Draft("device_mismatch", fields)
 
 
+#: A line that Python's warnings module printed (``path.py:744: UserWarning: ...``). torch warns
+#: when one cuDNN plan fails and it tries the next ("Plan failed with a cudnnException: ...
+#: CUDNN_STATUS_NOT_SUPPORTED"); when none works it raises, and that error is the failure.
+_PYTHON_WARNING = lazy_compile(r":\d+: [A-Z]\w*Warning: ")
+
+
 def _cudnn_error(text: str) -> Draft | None:
     status = None
     miopen = _miopen_error(text)
@@ -403,7 +420,19 @@ def _cublas_error(text: str, grammar: dict[str, pp.ParserElement]) -> Draft | No
 
 
 #: Words found in every line _cuda_error reads (a cheap test before its regexes).
-_CUDA_ERROR_WORDS = ("CUDA error:", "HIP error:", "hipError", "cudaError", "GPUassert")
+_CUDA_ERROR_WORDS = (
+    "CUDA error:",
+    "HIP error:",
+    "hipError",
+    "cudaError",
+    "GPUassert",
+    " was encountered",
+)
+#: cudaGetErrorString's sentences that name a cause whatever prefix a library printed them with.
+_CUDA_SENTENCES = {
+    "an illegal memory access was encountered": "illegal_memory_access",
+    "an illegal instruction was encountered": "illegal_instruction",
+}
 _CUDA_CODE_WORDS = ("failed with error", "CUDA_ERROR_")
 _CUDA_CODE = lazy_compile(_CUDA_CODE_PATTERN)
 
@@ -427,6 +456,11 @@ def _cuda_error(text: str) -> Draft | None:
     if match is None:
         name = re.search(r"(?:hip|cuda)Error\w+", text)
         if name is None or name.group(0) not in _HIP_ERROR_NAMES:
+            for sentence, error in _CUDA_SENTENCES.items():
+                if sentence in text:
+                    return Draft(
+                        "cuda_error", {"error": error, "message": _line_with(text, sentence)}
+                    )
             return None
         error = _HIP_ERROR_NAMES[name.group(0)]
         return Draft("cuda_error", {"error": error, "message": _line_with(text, name.group(0))})
@@ -446,21 +480,31 @@ def _device_asserts(text: str, grammar: dict[str, pp.ParserElement]) -> list[Dra
     seen = set()
     for line in text.splitlines():
         start = line.find("ssertion ")
-        if start < 0:
-            continue
-        tokens = _first(grammar["device_assert"], line[max(0, start - 700) : start + 700])
+        tokens = None
+        if start >= 0:
+            tokens = _first(grammar["device_assert"], line[max(0, start - 700) : start + 700])
         if tokens is None:
-            continue
+            start = line.find("block: [")
+            if start < 0:
+                continue
+            # The site without its assertion: the line was wrapped or cut after it.
+            tokens = _first(grammar["device_assert_site"], line[max(0, start - 700) : start + 40])
+            if tokens is None:
+                continue
         assertion = next(
-            tokens[name]
-            for name in ("assertion", "hip_assertion", "bare_assertion")
-            if tokens.get(name) is not None
+            (
+                tokens[name]
+                for name in ("assertion", "hip_assertion", "bare_assertion")
+                if tokens.get(name) is not None
+            ),
+            "",
         )
         fields: dict[str, Any] = {"assertion": assertion}
         if tokens.get("file"):
             fields["file"] = tokens["file"]
             fields["source_line"] = int(tokens["line"])
-            fields["kernel"] = tokens["kernel"].strip()
+            if tokens.get("kernel"):  # Windows builds print no kernel name
+                fields["kernel"] = tokens["kernel"].strip()
         key = tuple(sorted(fields.items()))
         if key not in seen:  # one per distinct site; every GPU thread prints its own line
             seen.add(key)
@@ -483,7 +527,7 @@ def parse(text: str) -> list[Draft]:
         or "unable to find an engine" in text
         or "MIOpen" in text
         or "miopenStatus" in text
-    ):
+    ) and not _PYTHON_WARNING.search(text):
         cudnn = _cudnn_error(text)
         if cudnn is not None:
             drafts.append(cudnn)
@@ -502,6 +546,6 @@ def parse(text: str) -> list[Draft]:
         cuda = _cuda_error_code(text)
         if cuda is not None:
             drafts.append(cuda)
-    if "ssertion `" in text or "] Assertion " in text:
+    if "ssertion `" in text or "] Assertion " in text or "block: [" in text:
         drafts += _device_asserts(text, grammar)
     return drafts

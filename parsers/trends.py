@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import Draft
+from .lazy import lazy_compile
 from .metrics import memory_text
 
 #: Fewer points than this and a trend is not a trend.
@@ -326,7 +327,36 @@ def frozen(name: str, points: list[Point]) -> Draft | None:
         not before or any(a.value == b.value for a, b in itertools.pairwise(before))
     ):
         return None
+    if _terms_move(records[-run:]):
+        return None
     return _plateau_draft(name, records, frozen_records=run)
+
+
+#: ``name: 0.00133`` pairs on a metric line, and the names that are not terms of the loss: the
+#: loss itself, rates and schedules, counters, times, and evaluation metrics (which vary from
+#: batch to batch even on a model that learns nothing).
+_PAIR = lazy_compile(
+    r"(?<![\w.])([A-Za-z][\w/.\-]{0,40})\s{0,4}[:=]\s{0,4}(-?\d+\.\d+(?:[eE][-+]?\d+)?)"
+)
+_NOT_A_TERM = lazy_compile(
+    r"(?i)^(?:train[_/]?)?loss$|time|cost|lr|learning|eta|speed|epoch|step|iter|mem|acc|prec"
+    r"|recall|f1|auc|iou|psnr|ssim|score|reward|grad|norm|scale|sec|throughput|token|sample|data"
+)
+
+
+def _terms_move(records: list[Point]) -> bool:
+    """Whether the terms printed beside a frozen loss still change from record to record
+    (PaddleScience's ``loss: 0.01095, EQ: 0.00166, BC_bottom: 0.00133`` then ``0.00132``): the
+    total is the same only to its printed digits, and the weights are still changing."""
+    seen: dict[str, set[str]] = {}
+    for point in records:
+        text = getattr(point.line, "text", None)
+        if not isinstance(text, str):
+            return False
+        for key, value in _PAIR.findall(text):
+            if not _NOT_A_TERM.search(key):
+                seen.setdefault(key, set()).add(value)
+    return any(len(values) > 1 for values in seen.values())
 
 
 #: Records in a row printing a learning rate of zero, and the decimals a printed zero needs to

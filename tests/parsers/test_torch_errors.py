@@ -243,6 +243,24 @@ POSITIVES = [
         "device_assert",
         {"kernel": "operator()", "file": "../aten/src/ATen/native/cuda/IndexKernel.cu"},
     ),
+    # A Windows build's kernel site (no kernel name) wrapped by the terminal before its
+    # assertion (pixel-nerf#26): the site alone is the device assert.
+    (
+        "C:/cb/pytorch_1000000000000/work/aten/src/ATen/native/cuda/IndexKernel.cu:142: block:"
+        " [0,0,0], thread",
+        "device_assert",
+        {
+            "file": "C:/cb/pytorch_1000000000000/work/aten/src/ATen/native/cuda/IndexKernel.cu",
+            "source_line": 142,
+            "assertion": "",
+        },
+    ),
+    # cudaGetErrorString's sentence after a kernel library's own prefix (gaussian-splatting#41).
+    (
+        "Line 298: an illegal memory access was encountered",
+        "cuda_error",
+        {"error": "illegal_memory_access"},
+    ),
     # ROCm builds: HIP errors, the HIP runtime's error names, HIP device assertions and MIOpen.
     # verl-project/verl#3163
     (
@@ -336,6 +354,13 @@ NEGATIVES = [
     "cudnn.benchmark = True, cuDNN version 8902",
     "loss: 0.3",
     "python: main.c:12: main: Assertion `x > 0' failed.",
+    # torch's warning that one cuDNN plan failed and the next is tried (F5-TTS#521, a healthy
+    # run): when none works torch raises, and that error is the failure.
+    "C:\\envs\\f5-tts\\lib\\site-packages\\torch\\autograd\\graph.py:744: UserWarning: Plan failed"
+    " with a cudnnException: CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: cudnnFinalize Descriptor"
+    " Failed cudnn_status: CUDNN_STATUS_NOT_SUPPORTED",
+    # A kernel's site is printed only with its block coordinates.
+    "kernels.cu:12: setup done",
     # MIOpen's routine warning in healthy ROCm runs (ryujaehun/pytorch-gpu-benchmark#19)
     "MIOpen(HIP): Warning [SQLiteBase] Unable to read system database"
     " file:/opt/rocm/miopen/share/miopen/db/gfx900_64.kdb Performance may degrade",

@@ -7,6 +7,7 @@ import random
 
 from crashcart.parsers import trends
 from crashcart.parsers.trends import Point
+from tests.conftest import categories, run_text
 
 
 def series(values: list[float], *, times: list[float] | None = None) -> list[Point]:
@@ -215,6 +216,27 @@ def test_repeated_lines_are_not_a_frozen_loss() -> None:
     # A warm-up that fits its batch: the printed loss reaches 0.0000 through 0.0025, 0.0007 ...
     decayed = [8.05, 1.11, 0.19, 0.041, 0.0098, 0.0025, 0.0007, 0.0002, 0.0001] + [0.0] * 8
     assert trends.frozen("loss", series(decayed)) is None
+
+
+def test_a_total_frozen_while_its_terms_move_is_not_frozen() -> None:
+    # PaddleScience's heat equation at epoch 986 of 1000 (a healthy, converged run): the total
+    # prints 0.01095 five times while BC_bottom and BC_left still move in their last digit.
+    healthy = """\
+        [Train][Epoch 984/1000][Avg] loss: 0.01095, EQ: 0.00166, BC_top: 0.00329, BC_bottom: 0.00133, BC_left: 0.00253
+        [Train][Epoch 985/1000][Avg] loss: 0.01095, EQ: 0.00166, BC_top: 0.00329, BC_bottom: 0.00133, BC_left: 0.00254
+        [Train][Epoch 986/1000][Avg] loss: 0.01095, EQ: 0.00166, BC_top: 0.00329, BC_bottom: 0.00132, BC_left: 0.00254
+        [Train][Epoch 987/1000][Avg] loss: 0.01095, EQ: 0.00166, BC_top: 0.00329, BC_bottom: 0.00132, BC_left: 0.00253
+        """
+    assert categories(run_text(healthy)) == []
+    # The same lines with every term frozen too are a model that stopped changing.
+    stuck = "\n".join(
+        line.replace("0.00132", "0.00133").replace("0.00254", "0.00253")
+        for line in healthy.splitlines()
+    )
+    assert categories(run_text(stuck)) == ["loss_plateau"]
+    # An evaluation metric moving beside a frozen loss is batch noise, not learning.
+    tf = "\n".join(f"step: {i} loss: 0.6931 accuracy:0.{50 + i * 7 % 30}" for i in range(20, 28))
+    assert categories(run_text(tf)) == ["loss_plateau"]
 
 
 def test_a_noisy_loss_hovering_at_ln_2_is_at_chance() -> None:
