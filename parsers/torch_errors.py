@@ -242,19 +242,18 @@ def _grammar() -> dict[str, pp.ParserElement]:
     )
     # "/path/Loss.cu:240: kernel_name: block: [0,0,0], thread: [5,0,0] Assertion `...` failed."
     # HIP: "/path/Indexing.hip:1292: indexSelectLargeIndex: Device-side assertion `...' failed."
+    kernel_file = r"(?P<file>(?:[A-Za-z]:)?[\w./\\\-]{1,300}\.(?:cu|cuh|cpp|h|hip)):(?P<line>\d+): "
     site = pp.Regex(
-        r"(?P<file>[\w./\\\-]{1,300}\.(?:cu|cuh|cpp|h|hip)):(?P<line>\d+): "
-        r"(?P<kernel>[^\n]{1,300}?)(?:: block: \[[\d,]+\], thread: \[[\d,]+\]|:(?= Device-side))"
+        kernel_file
+        + r"(?P<kernel>[^\n]{1,300}?)(?:: block: \[[\d,]+\], thread: \[[\d,]+\]|:(?= Device-side))"
     )
     device_assert = pp.Opt(site) + pp.Regex(
         r"Assertion `(?P<assertion>[^`]*)` failed"
         r"|Device-side assertion `(?P<hip_assertion>[^`'\n]*)['`] failed"
         r"|(?<=\] )Assertion (?P<bare_assertion>[^`\n]+?) failed"
     )
-    site_only = pp.Regex(
-        r"(?P<file>(?:[A-Za-z]:)?[\w./\\\-]{1,300}\.cuh?):(?P<line>\d+): "
-        r"(?:(?P<kernel>[^\n]{1,300}?): )?block: \[\d+,\d+,\d+\]"
-    )
+    # The site alone, its assertion wrapped away; Windows builds print no kernel name.
+    site_only = pp.Regex(kernel_file + r"(?:(?P<kernel>[^\n]{1,300}?): )?block: \[\d+,\d+,\d+\]")
     return {
         "checking": checking,
         "found_two": found_two,
@@ -428,11 +427,6 @@ _CUDA_ERROR_WORDS = (
     "GPUassert",
     " was encountered",
 )
-#: cudaGetErrorString's sentences that name a cause whatever prefix a library printed them with.
-_CUDA_SENTENCES = {
-    "an illegal memory access was encountered": "illegal_memory_access",
-    "an illegal instruction was encountered": "illegal_instruction",
-}
 _CUDA_CODE_WORDS = ("failed with error", "CUDA_ERROR_")
 _CUDA_CODE = lazy_compile(_CUDA_CODE_PATTERN)
 
@@ -451,17 +445,22 @@ def _cuda_error_code(text: str) -> Draft | None:
     return None
 
 
+def _cuda_error_sentence(text: str) -> Draft | None:
+    """cudaGetErrorString's own sentence ("an illegal memory access was encountered") after
+    whatever prefix a library's check macro printed it with."""
+    for needle, error in _CUDA_ERRORS:
+        sentence = f"an {needle} was encountered"
+        if sentence in text:
+            return Draft("cuda_error", {"error": error, "message": _line_with(text, sentence)})
+    return None
+
+
 def _cuda_error(text: str) -> Draft | None:
     match = re.search(r"(?:(?:CUDA|HIP) error|GPUassert): ([^\n]*)", text)
     if match is None:
         name = re.search(r"(?:hip|cuda)Error\w+", text)
         if name is None or name.group(0) not in _HIP_ERROR_NAMES:
-            for sentence, error in _CUDA_SENTENCES.items():
-                if sentence in text:
-                    return Draft(
-                        "cuda_error", {"error": error, "message": _line_with(text, sentence)}
-                    )
-            return None
+            return _cuda_error_sentence(text)
         error = _HIP_ERROR_NAMES[name.group(0)]
         return Draft("cuda_error", {"error": error, "message": _line_with(text, name.group(0))})
     detail = match.group(1).strip()

@@ -335,7 +335,7 @@ def frozen(name: str, points: list[Point]) -> Draft | None:
 #: ``name: 0.00133`` pairs on a metric line, and the names that are not terms of the loss: the
 #: loss itself, rates and schedules, counters, times, and evaluation metrics (which vary from
 #: batch to batch even on a model that learns nothing).
-_PAIR = lazy_compile(
+_NAMED_NUMBER = lazy_compile(
     r"(?<![\w.])([A-Za-z][\w/.\-]{0,40})\s{0,4}[:=]\s{0,4}(-?\d+\.\d+(?:[eE][-+]?\d+)?)"
 )
 _NOT_A_TERM = lazy_compile(
@@ -353,7 +353,7 @@ def _terms_move(records: list[Point]) -> bool:
         text = getattr(point.line, "text", None)
         if not isinstance(text, str):
             return False
-        for key, value in _PAIR.findall(text):
+        for key, value in _NAMED_NUMBER.findall(text):
             if not _NOT_A_TERM.search(key):
                 seen.setdefault(key, set()).add(value)
     return any(len(values) > 1 for values in seen.values())
