@@ -46,9 +46,10 @@ def child(directory: str, cases: int) -> None:
     started = time.perf_counter()
     rules = rules_module.load_rules([Path(directory)] if directory else [])
     parsed = time.perf_counter()
-    RuleSession(rules)  # the durable-rules rulesets alone (RuleBase builds its own below)
+    RuleSession(rules).build()  # the durable-rules rulesets alone (built before first facts)
     durable = time.perf_counter()
-    rulebase = RuleBase(rules)  # rulesets again, and the prefilter (cached on disk or not)
+    rulebase = RuleBase(rules)  # the prefilter (cached on disk or not); rulesets at first fact
+    rulebase.session.build()
     built = time.perf_counter()
     prefilter = rulebase.rule_patterns.prefilter
     corpus = [d for d, _ in load_cases(ROOT / "corpus")][:cases]

@@ -8,6 +8,8 @@ import sys
 import warnings
 from pathlib import Path
 
+import pytest
+
 from crashcart.engine import durable
 from crashcart.engine.durable import RuleSession, to_json
 from crashcart.engine.rules import load_file
@@ -237,4 +239,28 @@ def test_every_operator_reaches_the_engine_in_its_own_spelling(tmp_path: Path) -
         "cuda_oom.gte",
         "cuda_oom.lt",
         "cuda_oom.lte",
+    ]
+
+
+def test_a_ruleset_is_built_only_when_a_fact_first_goes_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A healthy log asserts no fact, so it should pay for no ruleset; a fact builds only the
+    # sets with a rule on its kind, and they fire as an eagerly built session's would.
+    monkeypatch.setattr(durable, "RULES_PER_SET", 1)
+    rules = session(tmp_path)
+    assert rules.built_sets == []
+    rules.retract_fact(fact(1, "cuda_oom", requested_gib=4.0))  # nothing built, nothing to do
+    assert rules.built_sets == []
+    assert fired(rules.assert_fact(fact(2, "cuda_oom", requested_gib=4.0, phase="train"))) == [
+        "cuda_oom.big",
+        "cuda_oom.without_alloc_conf",
+    ]
+    cuda_oom_sets = rules.built_sets
+    assert 0 < len(cuda_oom_sets) < len(rules.rules)
+    rules.build()
+    assert len(rules.built_sets) == len(rules.rules)
+    assert fired(rules.assert_fact(fact(3, "cuda_oom", requested_gib=4.0, phase="train"))) == [
+        "cuda_oom.big",
+        "cuda_oom.without_alloc_conf",
     ]
