@@ -11,6 +11,10 @@ closed when the next record starts or, at the latest, ``EVIDENCE_WAIT`` seconds 
 source last wrote, so a diagnosis never waits longer than that for a quiet stream. Partial
 lines wait for their newline (or the end of input).
 
+A guess from the words (a ``vocabulary`` rule's diagnosis) waits until the run settles: no
+block open and every source ended or quiet past the evidence bound, since the lines still to
+come may explain it. A diagnosis that later lines withdraw is *retracted*.
+
 Live hang: when a run's metric lines stop for ``HANG_FACTOR`` times its own cadence (and at
 least ``--hang-after`` seconds), a suspected hang is reported with the last progress line and
 the silence; it is retracted if progress resumes.
@@ -58,6 +62,18 @@ class _Run:
     hang_suspected: bool = False
     concluded_at: float = 0.0
     errors_warned: bool = False
+    #: Sources whose input ended.
+    ended: set[str] = field(default_factory=set)
+    #: A guess from the words (a vocabulary diagnosis) is waiting for the run to settle.
+    holding: bool = False
+
+    def settled(self, now: float) -> bool:
+        """Whether no later line can still withdraw a guess from the words: no block is open,
+        and every source has ended or has been quiet past the evidence bound."""
+        return not self.analyzer.extractor.reading_blocks() and all(
+            path in self.ended or now - written > EVIDENCE_WAIT
+            for path, written in self.last_write.items()
+        )
 
 
 class Watcher:
@@ -213,6 +229,7 @@ class Watcher:
 
     def _end_of_input(self, path: str) -> None:
         run = self._run_for(path)
+        run.ended.add(path)
         run.analyzer.finish(path)
         run.analyzer.conclude()
         self._publish(run)
@@ -228,7 +245,7 @@ class Watcher:
                 run.concluded_at = now
                 touched += run.analyzer.conclude()
             touched += self._check_hang(run, now)
-            if touched:
+            if touched or (run.holding and run.settled(now)):
                 self._publish(run)
 
     def _check_hang(self, run: _Run, now: float) -> list[Any]:
@@ -256,10 +273,32 @@ class Watcher:
     # -- output ------------------------------------------------------------------------------
 
     def _publish(self, run: _Run) -> None:
-        for position, diagnosis in enumerate(run.analyzer.diagnoses(), 1):
+        diagnoses = run.analyzer.diagnoses()
+        current = {diagnosis.category for diagnosis in diagnoses}
+        for category in [category for category in run.shown if category not in current]:
+            # Later lines withdrew it (a rule's ``none`` fact came, or a specific rule read
+            # the same lines better): say so, as a hang that resumed is.
+            del run.shown[category]
+            self._emit(
+                {
+                    "event": "retracted",
+                    "run": run.name,
+                    "category": category,
+                    "detail": "later lines explain the failure otherwise",
+                }
+            )
+        # A guess from the words alone, and any change to it, waits until the run settles: the
+        # traceback being read, or the record after this line, may hold the error that explains
+        # it (a launcher stops its workers before the failed rank's traceback is complete).
+        settled = run.settled(time.monotonic())
+        run.holding = False
+        for position, diagnosis in enumerate(diagnoses, 1):
             state = (diagnosis.rule, position, round(diagnosis.confidence, 2))
             before = run.shown.get(diagnosis.category)
             if before == state:
+                continue
+            if diagnosis.tier == "vocabulary" and not settled:
+                run.holding = True
                 continue
             event = "diagnosis" if before is None else "update"
             run.shown[diagnosis.category] = state

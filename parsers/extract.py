@@ -268,6 +268,11 @@ class Extractor:
 
     # -- feeding -------------------------------------------------------------------------
 
+    def reading_blocks(self) -> bool:
+        """Whether a multi-line block (a traceback, torchrun's summary, a C++ abort) is still
+        open on some source: its findings are not out yet."""
+        return any(state.busy() for state in self._sources.values())
+
     def stats(self) -> dict[str, SourceStats]:
         """Bytes and lines read so far, per source."""
         return {name: state.stats for name, state in self._sources.items()}

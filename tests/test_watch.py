@@ -156,6 +156,40 @@ def test_a_stalled_run_is_reported_as_a_hang_and_retracted_when_it_resumes() -> 
     assert_started(process.returncode, err, [0])
 
 
+def test_a_guess_from_the_words_waits_for_the_run_to_settle_and_is_retracted_if_explained() -> None:
+    silent_stop = Path("rules/examples/host_oom/torchrun_stopped_silently.log").read_bytes()
+    process = subprocess.Popen(
+        [*WATCH, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdin and process.stdout
+    # An OOM traceback whose block is still open when torchrun's SIGTERM line comes: the guess
+    # (a worker killed silently) must wait, and the OOM then explains the stop.
+    process.stdin.write(OOM)
+    process.stdin.flush()
+    first = json.loads(process.stdout.readline())
+    assert first["event"] == "diagnosis" and first["diagnosis"]["category"] == "cuda_oom"
+    _, err = process.communicate(timeout=30)
+    assert_started(process.returncode, err, [1])
+
+    process = subprocess.Popen(
+        [*WATCH, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdin and process.stdout
+    process.stdin.write(silent_stop)  # nothing but the SIGTERM: once quiet, the guess is shown
+    process.stdin.flush()
+    guess = json.loads(process.stdout.readline())
+    assert guess["event"] == "diagnosis" and guess["diagnosis"]["category"] == "host_oom"
+    process.stdin.write(OOM)  # the error after all: the guess is withdrawn
+    process.stdin.flush()
+    later = [json.loads(process.stdout.readline()) for _ in range(2)]
+    assert {"event": "retracted", "run": "<stdin>", "category": "host_oom"}.items() <= {
+        **later[0]
+    }.items()
+    assert later[1]["event"] == "diagnosis" and later[1]["diagnosis"]["category"] == "cuda_oom"
+    _, err = process.communicate(timeout=30)
+    assert_started(process.returncode, err, [1])
+
+
 def test_exec_runs_for_each_new_diagnosis_without_blocking(tmp_path: Path) -> None:
     received = tmp_path / "received.json"
     result = run_crashcart(

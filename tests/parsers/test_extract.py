@@ -48,6 +48,18 @@ def test_interleaved_ranks_give_one_traceback_each() -> None:
     assert sum(1 for kind, _, _ in kinds if kind == "exception") == 2
 
 
+def test_an_open_traceback_is_reported_until_its_block_closes() -> None:
+    extractor = Extractor()
+    assert not extractor.reading_blocks()
+    extractor.feed(
+        "t.log", b'Traceback (most recent call last):\n  File "t.py", line 1, in <module>\n'
+    )
+    assert extractor.reading_blocks()
+    kinds = [finding.draft.kind for finding in extractor.finish("t.log")]
+    assert not extractor.reading_blocks()
+    assert kinds  # the cut traceback still became a finding when its block closed
+
+
 def test_phase_comes_from_the_frames() -> None:
     extractor = Extractor()
     findings = extractor.feed("t.log", LOG) + extractor.finish()
