@@ -171,6 +171,7 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "median": "median of the finite window",
         "rise_ratio": "last finite value / best value (>= 2: it was diverging)",
         "persisted": "true when it stayed non-finite (two records in a row, or to the log's end)",
+        "overflow_step": "grad_norm only: inf beside a loss at the run's own scale (a step the loss scaler skipped)",
     },
     "printed_nan": {
         "form": "tensor (a printed tensor of NaN) | row (a table row of NaN cells) | record (named values all NaN) | number (bare nan lines, or a key-value table's loss rows)",

@@ -24,7 +24,8 @@ torch 2.1+ (sentences; 2.1 spells ``capacty``; zero or more ``Process N has`` se
 
 Also ``HIP out of memory`` (same shapes), ``CUBLAS_STATUS_ALLOC_FAILED``, ``CUDA error: out of
 memory`` (and ROCm's ``HIP error: out of memory``), ``cudaErrorMemoryAllocation`` and
-``hipErrorOutOfMemory``. A message cut off mid-sentence still yields a fact
+``hipErrorOutOfMemory``, and the caching allocator's ``Allocation on device 0 would exceed
+allowed memory. (out of memory)`` over a memory fraction's limit. A message cut off mid-sentence still yields a fact
 with whatever numbers survived. ``DefaultCPUAllocator: can't allocate memory`` is host memory
 and is deliberately not matched here.
 
@@ -51,6 +52,8 @@ TRIGGERS: dict[str, str] = {
     "cuda_oom_runtime_enum": r"cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory",
     # torch <= 1.0: "THCudaCheck FAIL file=.../THCStorage.cu line=58 error=2 : out of memory"
     "cuda_oom_thc": r"THCudaCheck FAIL.* : out of memory|cuda runtime error \(2\) : out of memory",
+    # Over torch.cuda.set_per_process_memory_fraction's limit (ComfyUI sets one).
+    "cuda_oom_fraction": r"Allocation on device \d+ would exceed allowed memory",
 }
 
 # (?<!\d): a match starts where a number does; inside a long run of digits every start would
@@ -183,6 +186,8 @@ def _backend(text: str) -> str | None:
     if "OutOfMemoryError" in text and "torch." in text:
         return "cuda"
     if ("THCudaCheck FAIL" in text or "cuda runtime error (2)" in text) and "out of memory" in text:
+        return "cuda"
+    if "would exceed allowed memory" in text and "Allocation on device" in text:
         return "cuda"
     return None
 

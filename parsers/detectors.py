@@ -236,10 +236,12 @@ class SeriesTracker:
                 self._nonfinite_streak[name] += 1
                 if name not in self._reported:
                     self._reported.add(name)
-                    drafts.append(self._nonfinite(name, value, series))
+                    drafts.append(self._nonfinite(name, value, series, metrics.get("loss")))
                 elif self._nonfinite_streak[name] == PERSISTED and name not in self._persisted:
                     self._persisted.add(name)
-                    drafts.append(self._nonfinite(name, value, series, persisted=True))
+                    drafts.append(
+                        self._nonfinite(name, value, series, metrics.get("loss"), persisted=True)
+                    )
                 self._last_nonfinite[name] = (value, line)
             else:
                 self._nonfinite_streak[name] = 0
@@ -365,7 +367,7 @@ class SeriesTracker:
             if streak and name not in self._persisted:
                 self._persisted.add(name)
                 value, line = self._last_nonfinite[name]
-                draft = self._nonfinite(name, value, self.history[name], persisted=True)
+                draft = self._nonfinite(name, value, self.history[name], None, persisted=True)
                 ended.append((draft, [line] if line is not None else []))
         results = list(ended)
         for draft, points in found:
@@ -377,7 +379,12 @@ class SeriesTracker:
         return results
 
     def _nonfinite(
-        self, name: str, value: float, series: deque[float], persisted: bool = False
+        self,
+        name: str,
+        value: float,
+        series: deque[float],
+        loss: float | None,
+        persisted: bool = False,
     ) -> Draft:
         fields: dict[str, object] = {
             "metric": name,
@@ -385,6 +392,17 @@ class SeriesTracker:
             "points_before": len(series),
             "persisted": persisted,
         }
+        if name == "grad_norm":
+            # An inf gradient norm beside a loss still at the run's own scale is a mixed-precision
+            # step that the loss scaler skipped (YOLO-World's reference log has one). A run
+            # blowing up prints a NaN norm, a loss far above its history, or keeps printing inf
+            # norms (persisted).
+            finite_loss = loss is not None and math.isfinite(loss)
+            # The record's own loss went into the history just before (_WATCHED's order).
+            before = list(self.history.get("loss", ()))[: -1 if finite_loss else None]
+            fields["overflow_step"] = bool(
+                value == math.inf and finite_loss and before and loss <= 2 * max(before)
+            )
         if self.last_step is not None:
             fields["step"] = int(self.last_step)
         if series:

@@ -37,6 +37,7 @@ TRIGGERS = {
     "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm|gnorm|xent)"
     + _LOSS_TAIL
     + r"['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*(?:tensor\()?[-+]?(?:nan|inf)",
+    "metric_nonfinite_loss_at": r"(?i)loss at (?:step|batch|iter|iteration|epoch) \d+\s*[:=]\s*[-+]?(?:nan|inf)",
 }
 #: What makes a line a metric line. Metric lines can be half of a log, so they are not part of
 #: the main prefilter: a run's first ones are all found, later ones sampled (see extract.py).
@@ -45,6 +46,8 @@ METRIC_TRIGGERS = {
     + _LOSS_TAIL
     + r"['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*(?:tensor\()?[-+]?(?:\d|\.\d|nan|inf)",
     "metric_grad_norm": r"(?i)(?:grad[_ ]norm|gnorm)['\"]?\s*[:=]?\s*['\"]?[-+]?(?:\d|nan|inf)",
+    # ``Average loss at step 2000: 4.352`` (TensorFlow's tutorials, code2seq): the step between.
+    "metric_loss_at": r"(?i)loss at (?:step|batch|iter|iteration|epoch) \d+\s*[:=]\s*[-+]?(?:\d|\.\d|nan|inf)",
     # OpenNMT's ``ppl: 55.22; xent: 4.01``: perplexity and cross-entropy are its loss.
     "metric_ppl": r"(?i)\b(?:ppl|xent)\s*[:=]\s*\d",
     "metric_rate": r"\d(?:it/s|s/it)\b|\d ?(?:samples|tokens|tok)/s|SamplesPerSec=\d",
@@ -104,6 +107,11 @@ _PLAIN_STEP = lazy_compile(
 _RUNNING_NONFINITE = lazy_compile(r"\s{1,4}\(\s?(?P<value>[-+]?(?:nan|inf))\s?\)", re.IGNORECASE)
 #: The names a running average is read for: losses (a named one has no canonical name).
 _LOSSES = frozenset({"loss", "eval_loss", None})
+#: A loss printed with its step between the two: ``Average loss at batch 100: nan``.
+_LOSS_AT = lazy_compile(
+    r"(?i)\bloss at (?P<unit>step|batch|iter|iteration|epoch) {0,4}(?P<count>\d{1,15}) {0,4}[:=]"
+    rf" {{0,4}}(?P<value>{_NUMBER})(?![\w.])"
+)
 #: An epoch counted out of a total that no ``key: value`` pair gave (CNTK's ``Epoch[3 of 20]``).
 _EPOCH_OF = lazy_compile(r"(?i)\bepoch\s{0,4}\[?\s{0,4}(?P<epoch>\d+)\s{0,4}(?:of|/)\s{0,4}\d+")
 #: A bracketed counter, the step of torchvision's MetricLogger and of the ImageNet example
@@ -348,6 +356,8 @@ def parse_metrics(text: str) -> dict[str, float]:
                     found["step_total"] = float(total.group(1))
     if "loss" not in found and named_loss is not None:
         found["loss"] = named_loss
+    if "loss" not in found and "loss at " in text.lower():
+        _loss_at(text, found)
     if "eval_loss" not in found and named_eval_loss is not None:
         found["eval_loss"] = named_eval_loss
     lowered = text.lower()
@@ -373,6 +383,16 @@ def parse_metrics(text: str) -> dict[str, float]:
     if found.keys() <= _NOT_A_MEASURE:
         return {}
     return found
+
+
+def _loss_at(text: str, found: dict[str, float]) -> None:
+    """``Average loss at step 2000: 4.352``: the loss, and the step (or epoch) it names."""
+    match = _LOSS_AT.search(text)
+    if match is None:
+        return
+    found["loss"] = _value(match["value"])
+    counted = "epoch" if match["unit"].lower() == "epoch" else "step"
+    found.setdefault(counted, float(match["count"]))
 
 
 def _bracket_step(text: str) -> re.Match[str] | None:

@@ -166,9 +166,10 @@ CHAIN_MARKERS = (
     "The above exception was the direct cause of the following exception:",
 )
 START = "Traceback (most recent call last):"
-# A line that begins a new log record rather than continuing an exception message.
+# A line that begins a new log record rather than continuing an exception message: glog's and
+# c10d's ``W0623 16:45:48`` and ``[W623 16:45:48.055 ProcessGroupNCCL.cpp:1168]`` among them.
 _NEW_RECORD = lazy_compile(
-    r"^(?:Traceback \(most recent|[EWIF]\d{4} \d\d:|\[[EWI] |(?:INFO|WARNING|WARN|DEBUG|CRITICAL)\b"
+    r"^(?:Traceback \(most recent|\[?[EWIF]\d{3,4} \d\d:|\[[EWI] |(?:INFO|WARNING|WARN|DEBUG|CRITICAL)\b"
     r"|={5,}|-{5,}|\s*\d+%\||wandb:|Epoch \d|\{')"
 )
 

@@ -11,6 +11,10 @@ its very end, when no training step came after them. Real examples::
     Timeout (0:10:00)!                                   # faulthandler.dump_traceback_later
     Thread 0x00007f3a (most recent call first):           # a faulthandler or py-spy stack dump
     2022-01-28 12:00:05,814 INFO: Start training from epoch: 0, iter: 0   # then nothing
+    tcmalloc: large alloc 2309472256 bytes == 0x5654ccf58000 @  0x7fc2...   # then nothing
+
+The last is no hang: a process whose log ends while it asks for gigabytes of host memory (Colab
+prints tcmalloc's warning for each) was killed there by the kernel's OOM killer.
 
 :func:`signature` names the kind of wait; the extractor reports a ``stalled`` fact when a file
 ends within a few lines of one with no metric line after it.
@@ -39,6 +43,7 @@ TRIGGERS: dict[str, str] = {
     "process_group_init": f"(?i){_PROCESS_GROUP_INIT}",
     "extension_build": r"as PyTorch extensions root|(?:Loading|Building) extension module",
     "training_start": _TRAINING_START,
+    "host_alloc": r"tcmalloc: large alloc \d+ bytes",
     "stack_dump": r"Timeout \(\d+:\d\d:\d\d\)!|Thread 0x[0-9a-fA-F]+ \(most recent call first\)"
     r"|Thread \S+ \((?:idle|active)\)",
 }
@@ -52,6 +57,7 @@ TRIGGERS: dict[str, str] = {
 AT_ZERO = lazy_compile(rb"(?:^|\s)0%\|[^|\r\n]*\|\s*0/\d+ \[(?:0:)?00:00<")
 
 _SIGNATURES = (
+    ("host_alloc", lazy_compile(r"tcmalloc: large alloc \d")),
     ("extension_build", lazy_compile(r"extensions root|extension module|Lock file exists")),
     (
         "rendezvous",
@@ -97,8 +103,8 @@ TAIL_BYTES = 4096
 
 
 def signature(text: str) -> str | None:
-    """The kind of wait a line shows (extension_build, rendezvous, stack_dump, waiting,
-    training_start), or ``None``."""
+    """The kind of wait a line shows (host_alloc, extension_build, rendezvous, stack_dump,
+    waiting, training_start), or ``None``."""
     for name, pattern in _SIGNATURES:
         if pattern.search(text):
             return name

@@ -150,6 +150,8 @@ POSITIVES = [
         "AMReX_GpuDevice.cpp line 402 hipErrorOutOfMemory !!!",
         {"backend": "hip"},
     ),
+    # over set_per_process_memory_fraction's limit (ComfyUI, as it prints the message)
+    ("Allocation on device 0 would exceed allowed memory. (out of memory)", {"backend": "cuda"}),
 ]
 
 NEGATIVES = [

@@ -35,6 +35,21 @@ def test_healthy_noisy_series_reports_nothing() -> None:
     assert feed(SeriesTracker(), losses) == []
 
 
+def test_an_inf_grad_norm_beside_a_loss_at_its_own_scale_is_a_skipped_step() -> None:
+    def first_grad_norm(records: list[tuple[float, float]]) -> dict:
+        tracker = SeriesTracker()
+        drafts = []
+        for step, (loss, norm) in enumerate(records, 1):
+            drafts += tracker.observe({"step": float(step), "loss": loss, "grad_norm": norm})
+        return next(d.fields for d in drafts if d.fields["metric"] == "grad_norm")
+
+    steady = [(420.3, 764.8), (421.6, 776.4), (423.7, 793.4)]
+    assert first_grad_norm([*steady, (414.5, math.inf)])["overflow_step"] is True
+    assert first_grad_norm([*steady, (414.5, math.nan)])["overflow_step"] is False
+    assert first_grad_norm([*steady, (4.9e10, math.inf)])["overflow_step"] is False
+    assert first_grad_norm([*steady, (math.nan, math.inf)])["overflow_step"] is False
+
+
 def test_early_fp16_overflow_skips_are_normal() -> None:
     tracker = SeriesTracker()
     scale = 65536.0

@@ -89,6 +89,13 @@ from crashcart.parsers.metrics import parse_metrics
             "epoch 3 | train_mel_loss: 0.41 | valid_mel_loss: 0.52",
             {"epoch": 3, "loss": 0.41, "eval_loss": 0.52},
         ),
+        # the step between the loss and its value (TensorFlow's tutorials, code2seq)
+        ("Average loss at step 2000: 4.352", {"step": 2000, "loss": 4.352}),
+        (
+            "Average loss at batch 100: nan, \tthroughput: 175 samples/sec",
+            {"step": 100, "loss": math.nan, "samples_s": 175},
+        ),
+        ("Training loss at epoch 3 = 1.25", {"epoch": 3, "loss": 1.25}),
     ],
 )
 def test_formats(line: str, expected: dict[str, float]) -> None:
@@ -103,7 +110,13 @@ def test_nan_and_inf() -> None:
 
 @pytest.mark.parametrize(
     "line",
-    ["no metrics here", "learning_rate=5e-05", "Epoch 3/10", "loss function: CrossEntropyLoss"],
+    [
+        "no metrics here",
+        "learning_rate=5e-05",
+        "Epoch 3/10",
+        "loss function: CrossEntropyLoss",
+        "loss at step 5: 2.0.1",
+    ],
 )
 def test_lines_without_a_loss_report_nothing(line: str) -> None:
     assert parse_metrics(line) == {}
@@ -211,6 +224,7 @@ def test_gnorm_is_the_gradient_norm_and_a_zero_rate_keeps_its_decimals() -> None
     [
         "Step 380000/1000000; acc:  42.02; xent: 4.01; lr: 0.00000;",
         "step=110  loss=3.80   gnorm=24.4",
+        "Average loss at step 2000: 4.352",
     ],
 )
 def test_the_new_keys_make_a_metric_line(line: str) -> None:

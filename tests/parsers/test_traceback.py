@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from crashcart.parsers.traceback import TracebackCollector, is_exception_line, parse_block
 
 SIMPLE = [
@@ -99,6 +101,23 @@ def test_collector_ends_at_the_next_log_record_and_hands_it_back() -> None:
     block, rest = feed_all([*SIMPLE, "INFO - shutting down", "more"])
     assert block == SIMPLE
     assert rest[0] == "INFO - shutting down"
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        "[W623 16:45:48.055158738 ProcessGroupNCCL.cpp:1168] Warning: WARNING: process group has "
+        "NOT been destroyed before we destruct ProcessGroupNCCL.",
+        "W0623 16:45:48.055000 812 torch/distributed/elastic/multiprocessing/api.py:900] Sending",
+        "[E1105 09:12:01.123 ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective timeout",
+    ],
+)
+def test_a_c10d_or_glog_record_is_not_part_of_the_message(record: str) -> None:
+    # torch 2.4+ warns at exit after any error; read as the message's next line, its NCCL words
+    # made a ZeroDivisionError look like a collective's failure.
+    block, rest = feed_all([*SIMPLE, record])
+    assert block == SIMPLE
+    assert rest[0] == record
 
 
 def test_collector_keeps_a_chain_together() -> None:
