@@ -877,7 +877,9 @@ class Extractor:
             at_zero = waits.AT_ZERO.search(shown[-1]) if shown else None
             if at_zero is not None:
                 after = [shown[-1][at_zero.end() :], *lines[len(lines) - back : end]]
-                if any(waits.FAILED_AFTER.search(text) for text in after):
+                if any(
+                    waits.FAILED_AFTER.search(text) or waits.MOVED_ON.search(text) for text in after
+                ):
                     return None
                 first = len(lines) - 1 - back
                 before = lines[max(0, first - waits.TAIL_LINES) : first]

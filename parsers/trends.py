@@ -105,11 +105,19 @@ def _divergence(name: str, at: Point, points: list[Point], baseline: float) -> D
 
 
 def exploded(name: str, points: list[Point]) -> Draft | None:
-    """The last few values are all of a magnitude no healthy run reaches, and not falling."""
+    """The last few values are all of a magnitude no healthy run reaches, and not falling.
+
+    Only large positive values count: a likelihood loss (a normalizing flow's NLL, FastFlow's
+    -6e5) is rightly negative and large, and falls as the model learns. A loss whose tail falls
+    (never rising) is learning at its own scale, however large that is (FastFlow's 2.1e5, 1.8e5,
+    1.6e5)."""
     limit = EXPLODED.get(name)
     tail = points[-FEW_POINTS:]
-    if limit is None or len(tail) < FEW_POINTS or any(abs(p.value) < limit for p in tail):
+    if limit is None or len(tail) < FEW_POINTS or any(p.value < limit for p in tail):
         return None
+    falling = all(b.value <= a.value for a, b in itertools.pairwise(tail))
+    if name == "loss" and falling and tail[-1].value < tail[0].value:
+        return None  # a gradient norm of millions is never healthy, falling or not
     baseline = _median(points[: max(1, len(points) // 2)])
     healthy_scale = abs(baseline) < limit  # a run whose every value is that large never had one
     if (

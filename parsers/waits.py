@@ -55,6 +55,9 @@ TRIGGERS: dict[str, str] = {
 #: Only as drawn when it started (elapsed 00:00): tqdm redraws a bar only when the program
 #: updates it, so ``0/1 [02:34<?`` was redrawn by a live program minutes later, not left behind.
 AT_ZERO = lazy_compile(rb"(?:^|\s)0%\|[^|\r\n]*\|\s*0/\d+ \[(?:0:)?00:00<")
+#: A bar past 0 drawn after it (``Epoch 2: 100%|##| 3/3 [00:23<00:00``): the run moved on, as
+#: Lightning's validation bar at 0 is followed by the epoch's bar completing.
+MOVED_ON = lazy_compile(rb"\|\s*[1-9]\d*/\d+ ?\[")
 
 _SIGNATURES = (
     ("host_alloc", lazy_compile(r"tcmalloc: large alloc \d")),

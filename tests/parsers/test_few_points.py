@@ -119,6 +119,31 @@ def test_a_loss_no_healthy_run_reaches_is_an_explosion() -> None:
     assert categories(report)[0] == "gradient_explosion"
 
 
+@pytest.mark.parametrize(
+    "losses",
+    [
+        ["-6.02e+05", "-6.02e+05", "-6.47e+05", "-6.86e+05"],  # a flow's NLL: negative and large
+        ["2.14e+05", "2.14e+05", "1.84e+05", "1.58e+05"],  # large, and falling as it learns
+    ],
+)
+def test_a_likelihood_loss_at_its_own_large_scale_is_no_explosion(losses: list[str]) -> None:
+    # FastFlow in anomalib (openvinotoolkit/anomalib#1107, #1651): healthy runs.
+    lines = "".join(
+        f"Epoch {i}: 100%|##########| 3/3 [00:23<00:00, loss={v}]\n" for i, v in enumerate(losses)
+    )
+    assert run_text(lines).diagnoses == []
+
+
+def test_a_gradient_norm_of_millions_is_an_explosion_even_while_it_falls() -> None:
+    report = run_text(
+        "".join(
+            f"{{'loss': 2.6, 'grad_norm': {norm}}}\n"
+            for norm in (2.9e6, 2.5e7, 3.6e7, 6.9e6, 1.7e6)
+        )
+    )
+    assert categories(report)[0] == "gradient_explosion"
+
+
 def test_a_log_that_ends_waiting_at_a_barrier_is_a_hang() -> None:
     report = run_text(
         """\
@@ -203,6 +228,13 @@ def test_a_bar_that_moved_on_is_not_a_hang() -> None:
     moved = "Epoch 0:   0%|          | 0/100 [00:00<?, ?it/s]\rEpoch 0:  50%|#####     | 50/100\n"
     assert run_text(moved).diagnoses == []
     assert run_text(STUCK_AT_ZERO + "step 1 loss 2.0\n" * 5).diagnoses == []
+    # Lightning's validation bar sits at 0 when drawn; the epoch's bar completing after it
+    # shows the run went on (openvinotoolkit/anomalib#1107).
+    validated = (
+        "Validation DataLoader 0:   0%|          | 0/1 [00:00<?, ?it/s]\n"
+        "Epoch 2: 100%|##########| 3/3 [00:23<00:00,  7.93s/it, loss=1.58]\n"
+    )
+    assert run_text(validated).diagnoses == []
 
 
 def test_a_bar_at_zero_redrawn_minutes_later_is_a_live_program_not_a_hang() -> None:
