@@ -265,24 +265,22 @@ class RuleSession:
         pay its cost before a stream starts)."""
         with self._lock:
             for name in list(self._unbuilt):
-                self._built(name)
+                self._build(name)
 
     @property
     def built_sets(self) -> list[str]:
         """The rulesets handed to the engine so far."""
         return [name for name in self._sets if name not in self._unbuilt]
 
-    def _built(self, name: str) -> str:
-        """``name``, its ruleset handed to the engine first if it was not yet (lock held)."""
+    def _build(self, name: str) -> None:
+        """Hand ruleset ``name`` to the engine if it is not built yet (lock held)."""
         rules = self._unbuilt.pop(name, None)
-        if rules is not None:
-            definition: dict[str, Any] = {}
-            for rule in rules:
-                definition.update(
-                    compile_rule(rule, self._action(rule), self._action(rule, veto=True))
-                )
-            self._host.register_rulesets({name: definition})
-        return name
+        if rules is None:
+            return
+        definition: dict[str, Any] = {}
+        for rule in rules:
+            definition.update(compile_rule(rule, self._action(rule), self._action(rule, veto=True)))
+        self._host.register_rulesets({name: definition})
 
     def open_run(self) -> str:
         """A session id for a new run. The engine never gives back the memory of a session id
@@ -326,8 +324,9 @@ class RuleSession:
         with self._lock:
             for name in self._sets_for(message):
                 # A fact no rule of a set cares about raises MessageNotHandledException: normal.
+                self._build(name)
                 with contextlib.suppress(durable_engine.MessageNotHandledException):
-                    self._call(self._built(name), durable_rules_engine.assert_fact, message, text)
+                    self._call(name, durable_rules_engine.assert_fact, message, text)
             return self._firings.pop(sid, [])
 
     def _flagged(self, message: dict[str, Any]) -> dict[str, Any]:

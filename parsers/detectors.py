@@ -397,12 +397,14 @@ class SeriesTracker:
             # step that the loss scaler skipped (YOLO-World's reference log has one). A run
             # blowing up prints a NaN norm, a loss far above its history, or keeps printing inf
             # norms (persisted).
-            finite_loss = loss is not None and math.isfinite(loss)
-            # The record's own loss went into the history just before (_WATCHED's order).
-            before = list(self.history.get("loss", ()))[: -1 if finite_loss else None]
-            fields["overflow_step"] = bool(
-                value == math.inf and finite_loss and before and loss <= 2 * max(before)
-            )
+            earlier = list(self.history.get("loss", ()))
+            if loss is not None and math.isfinite(loss):
+                earlier.pop()  # this record's loss, kept just before its norm (_WATCHED's order)
+                fields["overflow_step"] = (
+                    value == math.inf and bool(earlier) and loss <= 2 * max(earlier)
+                )
+            else:
+                fields["overflow_step"] = False
         if self.last_step is not None:
             fields["step"] = int(self.last_step)
         if series:

@@ -356,11 +356,11 @@ def parse_metrics(text: str) -> dict[str, float]:
                     found["step_total"] = float(total.group(1))
     if "loss" not in found and named_loss is not None:
         found["loss"] = named_loss
-    if "loss" not in found and "loss at " in text.lower():
-        _loss_at(text, found)
     if "eval_loss" not in found and named_eval_loss is not None:
         found["eval_loss"] = named_eval_loss
     lowered = text.lower()
+    if "loss" not in found and "loss at " in lowered:
+        _loss_at(text, found)
     if "step" not in found:
         progress = _PROGRESS.search(text) if "/" in text else None
         plain = None

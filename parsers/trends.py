@@ -115,9 +115,10 @@ def exploded(name: str, points: list[Point]) -> Draft | None:
     tail = points[-FEW_POINTS:]
     if limit is None or len(tail) < FEW_POINTS or any(p.value < limit for p in tail):
         return None
+    # Only a loss: a gradient norm of millions is never healthy, falling or not.
     falling = all(b.value <= a.value for a, b in itertools.pairwise(tail))
     if name == "loss" and falling and tail[-1].value < tail[0].value:
-        return None  # a gradient norm of millions is never healthy, falling or not
+        return None
     baseline = _median(points[: max(1, len(points) // 2)])
     healthy_scale = abs(baseline) < limit  # a run whose every value is that large never had one
     if (
