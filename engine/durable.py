@@ -133,6 +133,8 @@ def _test(field: str, test: Any, flag: str = "") -> list[dict[str, Any]]:
             tests.append({field: value})
         elif op == "in":
             tests.append({"$or": [{field: v} for v in value]})
+        elif op == "not_in":
+            tests.extend({"$neq": {field: v}} for v in value)
         elif op == "exists":
             tests.append({"$ex" if value else "$nex": {field: 1}})
         elif op == "ne":

@@ -36,7 +36,8 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "chained": "true when it was raised while handling another exception",
         "cause_type": "class name of the exception it was raised from, if chained",
         "cut": "true when the traceback ends before its exception line (type and message empty)",
-        "code": "the innermost frame's line of code, for a cut traceback or an empty message",
+        "code": "the innermost frame's line of code (the assert statement of a bare"
+        " AssertionError)",
         "quote": "the error as a summary quotes it: `Type: message`, or the line of code for an"
         " exception printed without a message",
         "steps_logged": "metric lines seen before it",

@@ -61,7 +61,7 @@ RULE_KEYS = (
 )
 REQUIRED_KEYS = ("id", "category", "title", "confidence", "when", "summary", "fixes")
 CONDITION_KEYS = ("fact", "as", "where", "regex", "same", "after", "count")
-OPERATORS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "exists", "matches")
+OPERATORS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "not_in", "exists", "matches")
 #: specific: one wording family, precise fixes; vocabulary: a category recognised from the words
 #: of a message and its frames, ranked below every specific rule.
 TIERS = ("specific", "vocabulary")
@@ -702,15 +702,15 @@ class _Checker:
             elif op == "exists":
                 if not isinstance(operand, bool):
                     self.error(mark, "exists takes true or false")
-            elif op == "in":
+            elif op in ("in", "not_in"):
                 if not isinstance(operand, list) or not operand:
-                    self.error(mark, "in takes a non-empty list of values")
+                    self.error(mark, f"{op} takes a non-empty list of values")
                 elif len(operand) > MAX_IN_VALUES:
                     self.error(
-                        mark, f"in lists {len(operand)} values; the limit is {MAX_IN_VALUES}"
+                        mark, f"{op} lists {len(operand)} values; the limit is {MAX_IN_VALUES}"
                     )
                 elif not all(_plain(value) for value in operand):
-                    self.error(mark, "in lists plain values (strings, numbers, true/false)")
+                    self.error(mark, f"{op} lists plain values (strings, numbers, true/false)")
             elif op in ("gt", "gte", "lt", "lte"):
                 if not _plain(operand) or isinstance(operand, bool):
                     self.error(mark, f"{op} takes a number or a string")

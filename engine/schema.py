@@ -40,6 +40,7 @@ _TEST = {
             "minProperties": 1,
             "properties": {
                 "in": {"type": "array", "minItems": 1, "maxItems": MAX_IN_VALUES},
+                "not_in": {"type": "array", "minItems": 1, "maxItems": MAX_IN_VALUES},
                 "exists": {"type": "boolean"},
                 "matches": {"type": "string", "maxLength": MAX_REGEX_CHARS},
             },

@@ -956,12 +956,12 @@ class Extractor:
                 "chained": index > 0,
                 "steps_logged": self.series.points,
             }
+            # The call in progress in the innermost frame: for a bare ``AssertionError``, the
+            # assert statement; for a ZeroDivisionError, the division that names its divisor.
+            fields["code"] = exc.frames[-1].code[:200] if exc.frames else ""
             if exc.cut:
                 fields["cut"] = True
             if exc.cut or not exc.message.strip():
-                # The call in progress in the innermost frame (for a bare ``AssertionError``, the
-                # assert statement): all that says where it stopped.
-                fields["code"] = exc.frames[-1].code[:200] if exc.frames else ""
                 # Without a message, the words an expert reads are the frames' own (after what
                 # a logger printed before the traceback, when it did).
                 said = (fields["message"], fields["code"], fields["calls"])

@@ -212,14 +212,15 @@ def test_the_engines_clock_keeps_the_value_durable_computed() -> None:
 def test_every_operator_reaches_the_engine_in_its_own_spelling(tmp_path: Path) -> None:
     # durable-rules spells "not equal" $neq: a rule using `ne` once silently never fired.
     path = tmp_path / "ops.yaml"
-    tests = {"ne": "a", "eq": "b", "gt": 1, "gte": 2, "lt": 9, "lte": 8}
+    tests = {"ne": "a", "eq": "b", "in": ["b", "c"], "not_in": ["a", "c"]}
+    tests |= {"gt": 1, "gte": 2, "lt": 9, "lte": 8}
     path.write_text(
         "\n---\n".join(
             f"id: nccl.{op}\ncategory: nccl\ntitle: t\nconfidence: 0.5\nwhen:\n  all:\n"
             f"    - fact: nccl_warn\n      where: {{message: {{{op}: {value!r}}}}}\n"
             "summary: x\nfixes: [{title: t, command: c}]"
             for op, value in tests.items()
-            if isinstance(value, str)
+            if not isinstance(value, int)
         )
         + "\n---\n"
         + "\n---\n".join(
@@ -227,13 +228,19 @@ def test_every_operator_reaches_the_engine_in_its_own_spelling(tmp_path: Path) -
             f"    - fact: cuda_oom\n      where: {{requested_gib: {{{op}: {value}}}}}\n"
             "summary: x\nfixes: [{title: t, command: c}]"
             for op, value in tests.items()
-            if not isinstance(value, str)
+            if isinstance(value, int)
         )
     )
     errors: list = []
     rules = RuleSession(load_file(path, errors))
     assert errors == []
-    assert fired(rules.assert_fact(fact(1, "nccl_warn", message="b"))) == ["nccl.eq", "nccl.ne"]
+    assert fired(rules.assert_fact(fact(1, "nccl_warn", message="b"))) == [
+        "nccl.eq",
+        "nccl.in",
+        "nccl.ne",
+        "nccl.not_in",
+    ]
+    assert fired(rules.assert_fact(fact(3, "nccl_warn", message="a"))) == []
     assert fired(rules.assert_fact(fact(2, "cuda_oom", requested_gib=5.0))) == [
         "cuda_oom.gt",
         "cuda_oom.gte",
