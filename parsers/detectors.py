@@ -62,6 +62,9 @@ TRIGGERS = {
         # A key-value table's loss or grad-norm row gone NaN (rlpyt's and OpenAI's loggers:
         # "| model_loss/Average    nan", "| loss | nan |"); like bare values, three such rows.
         r"|(?:^|\|)[ \t]*(?:[A-Za-z][\w/.-]{0,40})?(?:loss|grad_?norm)[\w/.-]{0,20}[ \t]*\|?[ \t]+nan[ \t]*\|?[ \t]*$"
+        # A row of a pipe table of numbers with a NaN cell, its header scrolled away (wespeaker's
+        # "| 3| 900| 0.65296| 0| nan| 5.5|"); like bare values, three such rows.
+        r"|\|(?:[ \t]*[-+]?\d[\d.]*(?:e[-+]?\d+)?[ \t]*\|){1,12}[ \t]*nan[ \t]*\|"
     ),
 }
 
