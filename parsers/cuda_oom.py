@@ -52,6 +52,10 @@ TRIGGERS: dict[str, str] = {
     "cuda_oom_runtime_enum": r"cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory",
     # torch <= 1.0: "THCudaCheck FAIL file=.../THCStorage.cu line=58 error=2 : out of memory"
     "cuda_oom_thc": r"THCudaCheck FAIL.* : out of memory|cuda runtime error \(2\) : out of memory",
+    # Marian's C++ trainer: "Error: CUDA error 2 'out of memory' - .../device.cu:32: cudaMalloc"
+    "cuda_oom_marian": r"CUDA error 2 'out of memory'",
+    # PaddlePaddle: "Out of memory error on GPU 0. Cannot allocate 128.000000MB memory on GPU 0"
+    "cuda_oom_paddle": r"Out of memory error on GPU \d+",
     # Over torch.cuda.set_per_process_memory_fraction's limit (ComfyUI sets one).
     "cuda_oom_fraction": r"Allocation on device \d+ would exceed allowed memory",
 }
@@ -181,6 +185,8 @@ def _backend(text: str) -> str | None:
         "CUDA error: out of memory" in text
         or "cudaErrorMemoryAllocation" in text
         or "CUDA_ERROR_OUT_OF_MEMORY" in text
+        or "CUDA error 2 'out of memory'" in text
+        or "Out of memory error on GPU" in text
     ):
         return "cuda"
     if "OutOfMemoryError" in text and "torch." in text:

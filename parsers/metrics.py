@@ -31,11 +31,14 @@ from .lazy import lazy_compile
 #: What may follow "loss" in a loss's name: a total's word or a stage's (FastSpeech 2's
 #: ``mel_loss_before`` the postnet). The triggers and the named-loss key share it.
 _LOSS_TAIL = r"(?:[ _](?:total|sum|avg|mean|before|after))?"
+#: The step a value is indexed by, between its name and the value: ``train_batch_loss[ 6590 ]:``.
+_INDEXED = r"(?:\[\s{0,8}\d{1,12}\s{0,8}\])?"
 
 TRIGGERS = {
     # Non-finite values are rare and must never be sampled away: the main prefilter finds them.
     "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm|gnorm|xent)"
     + _LOSS_TAIL
+    + _INDEXED
     + r"['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*(?:tensor\()?[-+]?(?:nan|inf)",
     "metric_nonfinite_loss_at": r"(?i)loss at (?:step|batch|iter|iteration|epoch) \d+\s*[:=]\s*[-+]?(?:nan|inf)",
 }
@@ -44,6 +47,7 @@ TRIGGERS = {
 METRIC_TRIGGERS = {
     "metric_loss": r"(?i)loss"
     + _LOSS_TAIL
+    + _INDEXED
     + r"['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*(?:tensor\()?[-+]?(?:\d|\.\d|nan|inf)",
     "metric_grad_norm": r"(?i)(?:grad[_ ]norm|gnorm)['\"]?\s*[:=]?\s*['\"]?[-+]?(?:\d|nan|inf)",
     # ``Average loss at step 2000: 4.352`` (TensorFlow's tutorials, code2seq): the step between.
@@ -184,6 +188,9 @@ _CANONICAL = {
 #: A named training loss (``Gen Loss Total``, ``mask_loss``): a key that ends in "loss", or in
 #: "loss" and a _LOSS_TAIL word; read as the loss when the line has no plain one.
 _NAMED_LOSS_KEY = r"[A-Za-z][A-Za-z0-9_. -]{0,30}[ _]loss" + _LOSS_TAIL
+#: A named gradient norm (Dreamer's ``model_grad_norm``, ``actor_grad_norm``): read as the
+#: gradient norm when the line has no plain one, the first of them.
+_NAMED_GRAD_NORM_KEY = r"[A-Za-z][A-Za-z0-9]{0,30}(?:_[A-Za-z0-9]{1,30}){0,3}_grad_?norm"
 
 
 def _trie(words: list[str]) -> str:
@@ -207,11 +214,12 @@ _KEYS = _trie(sorted(_CANONICAL))
 _NOT_TRAINING = lazy_compile(r"(?:^|[\s_/.-])(?:val|valid|validation|eval|test|dev)(?:$|[\s_/.-])")
 _PAIR_TAIL = (
     # A value printed as a tensor counts as its number: ``loss = tensor(inf, device='cuda:0')``.
-    r"""['"]?(?:\s{0,32}[:=]\s{0,32}|\s{1,32}is\s{1,32}|\s{1,32})(?:\[\s{0,32}|tensor\()?['"]?"""
+    _INDEXED
+    + r"""['"]?(?:\s{0,32}[:=]\s{0,32}|\s{1,32}is\s{1,32}|\s{1,32})(?:\[\s{0,32}|tensor\()?['"]?"""
     rf"""(?P<value>{_NUMBER})"""
 )
 _PAIR = lazy_compile(
-    rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS}|{_NAMED_LOSS_KEY}){_PAIR_TAIL}"""
+    rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS}|{_NAMED_LOSS_KEY}|{_NAMED_GRAD_NORM_KEY}){_PAIR_TAIL}"""
 )
 #: The same without the named-loss key, for the lines where it cannot match (most): that key
 #: starts at every letter and runs 30 characters ahead, the costliest part of the search.
@@ -296,11 +304,12 @@ def _pairs(text: str) -> Iterator[tuple[int, int, str, str]]:
     text = " " + text  # the character before a key at the start of the line
     if text.isascii():  # most lines: the lower-case patterns over the lowered text
         subject = text.lower()
-        named = _may_name_a_loss(subject, _LOSS_WORD_LOWER, _NAMED_LOSS_LOWER)
+        named = "_grad" in subject or _may_name_a_loss(subject, _LOSS_WORD_LOWER, _NAMED_LOSS_LOWER)
         pair = _PAIR_LOWER if named else _PAIR_KNOWN_LOWER
     else:
         subject = text
-        pair = _PAIR if _may_name_a_loss(text, _LOSS_WORD, _NAMED_LOSS) else _PAIR_KNOWN
+        named = "_grad" in text.lower() or _may_name_a_loss(text, _LOSS_WORD, _NAMED_LOSS)
+        pair = _PAIR if named else _PAIR_KNOWN
     pos = 0
     while pos <= len(subject):
         match = pair.search(subject, pos)
@@ -326,6 +335,7 @@ def parse_metrics(text: str) -> dict[str, float]:
     text = text[:MAX_METRIC_TEXT]
     named_loss: float | None = None
     named_eval_loss: float | None = None
+    named_grad_norm: float | None = None
     for _, end, written, number in _pairs(text):
         key = written.lower()
         name = _CANONICAL.get(key)
@@ -340,7 +350,10 @@ def parse_metrics(text: str) -> dict[str, float]:
             # a loss scaler that skips the steps whose gradients overflowed.)
             value = _value(running["value"])
         if name is None:
-            if _NOT_TRAINING.search(key):
+            if key.endswith(("grad_norm", "gradnorm")):
+                if named_grad_norm is None:
+                    named_grad_norm = value  # "model_grad_norm", "actor_grad_norm"
+            elif _NOT_TRAINING.search(key):
                 if named_eval_loss is None:
                     named_eval_loss = value  # "test val_loss", "valid_mel_loss"
             elif named_loss is None:
@@ -358,6 +371,8 @@ def parse_metrics(text: str) -> dict[str, float]:
         found["loss"] = named_loss
     if "eval_loss" not in found and named_eval_loss is not None:
         found["eval_loss"] = named_eval_loss
+    if "grad_norm" not in found and named_grad_norm is not None:
+        found["grad_norm"] = named_grad_norm
     lowered = text.lower()
     if "loss" not in found and "loss at " in lowered:
         _loss_at(text, found)
