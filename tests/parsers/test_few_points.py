@@ -708,3 +708,15 @@ def test_a_perplexity_no_language_model_reaches_is_an_explosion() -> None:
 )
 def test_nan_printed_after_a_step_or_in_a_numpy_array_is_nan_loss(printed: str) -> None:
     assert categories(run_text(printed)) == ["nan_loss"]
+
+
+def test_a_pipe_table_with_a_nan_cell_is_printed_nan_from_the_third_row() -> None:
+    # wespeaker#178: the table's header scrolled away; the loss column reads nan on every rank.
+    row = (
+        "[ INFO : 2023-07-06 08:05:18,839 ] - |         3|       900|   0.65296|       nan|  5.5|\n"
+    )
+    assert "nan_loss" not in categories(run_text(row * 2))
+    rows = "".join(row.replace("5.5", value) for value in ("5.5", "3.6", "6.0"))
+    assert categories(run_text(rows)) == ["nan_loss"]
+    healthy = "|         3|       900|   0.65296|    1.2|  5.5|\n" * 3
+    assert run_text(healthy).diagnoses == []

@@ -276,3 +276,23 @@ def test_the_start_of_a_number_is_found_as_by_the_character_loop(text: str, end:
     ):
         reference -= 1
     assert metrics._number_start(text, end) == reference
+
+
+def test_a_named_gradient_norm_is_the_gradient_norm_when_there_is_no_plain_one() -> None:
+    # danijar/dreamer: "name value / name value", the world model's norm first.
+    dreamer = (
+        "[7000] model_grad_norm nan / value_grad_norm 81.3 / actor_grad_norm 0.1 / model_loss 5.2"
+    )
+    found = parse_metrics(dreamer)
+    assert math.isnan(found["grad_norm"]) and found["loss"] == 5.2
+    assert parse_metrics("loss 0.3 grad_norm 1.2 enc_grad_norm 5")["grad_norm"] == 1.2
+    assert "grad_norm" not in parse_metrics("loss 2 x_grad 5")
+
+
+def test_a_value_indexed_by_its_step_is_read() -> None:
+    # crnn.pytorch#7: print("train_batch_loss[", step, "]: ", loss)
+    assert parse_metrics("train_batch_loss[ 6580 ]:  1.9712326526641846") == {
+        "loss": 1.9712326526641846
+    }
+    assert math.isnan(parse_metrics("train_batch_loss[ 6590 ]:  nan")["loss"])
+    assert any(re.search(rx, "train_batch_loss[ 6590 ]:  nan") for rx in metrics.TRIGGERS.values())
