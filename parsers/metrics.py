@@ -213,16 +213,16 @@ def _trie(words: list[str]) -> str:
 _KEYS = _trie(sorted(_CANONICAL))
 _NOT_TRAINING = lazy_compile(r"(?:^|[\s_/.-])(?:val|valid|validation|eval|test|dev)(?:$|[\s_/.-])")
 _PAIR_TAIL = (
-    # A value printed as a tensor counts as its number: ``loss = tensor(inf, device='cuda:0')``.
     _INDEXED
+    # A value printed as a tensor counts as its number: ``loss = tensor(inf, device='cuda:0')``.
     + r"""['"]?(?:\s{0,32}[:=]\s{0,32}|\s{1,32}is\s{1,32}|\s{1,32})(?:\[\s{0,32}|tensor\()?['"]?"""
     rf"""(?P<value>{_NUMBER})"""
 )
 _PAIR = lazy_compile(
     rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS}|{_NAMED_LOSS_KEY}|{_NAMED_GRAD_NORM_KEY}){_PAIR_TAIL}"""
 )
-#: The same without the named-loss key, for the lines where it cannot match (most): that key
-#: starts at every letter and runs 30 characters ahead, the costliest part of the search.
+#: The same without the named keys, for the lines where they cannot match (most): they start at
+#: every letter and run 30 characters ahead, the costliest part of the search.
 _PAIR_KNOWN = lazy_compile(rf"""(?i)[^A-Za-z0-9_./-]['"]?(?P<key>{_KEYS}){_PAIR_TAIL}""")
 #: Where a named-loss key could end: its " loss" or "_loss".
 _LOSS_WORD = lazy_compile(r"(?i)[ _]loss")
@@ -330,7 +330,8 @@ def parse_metrics(text: str) -> dict[str, float]:
 
     A line without a plain ``loss`` takes its first named training loss (``Gen Loss Total``,
     ``mask_loss``, ``total_loss``) as the loss: a NaN there is a NaN loss. A named loss of
-    validation (``test val_loss``, ``valid_mel_loss``) is the validation loss the same way."""
+    validation (``test val_loss``, ``valid_mel_loss``) is the validation loss the same way, and
+    a named gradient norm (``model_grad_norm``) the gradient norm."""
     found: dict[str, float] = {}
     text = text[:MAX_METRIC_TEXT]
     named_loss: float | None = None
