@@ -365,7 +365,9 @@ def check(model: Model, events: list[Data | Notice]) -> Result:
     result = Result(lines=len(model.lines), bytes=sum(x.length for x in model.lines.values()))
     result.truncations = len(model.truncations)
     deliveries: dict[tuple[int, int], list[int]] = defaultdict(list)
-    torn: dict[tuple[int, int], int] = {}  # line -> index of the notice that ended it
+    # line -> where its start was delivered: just before the notice that ended it, so that
+    # this very notice counts as the one between the lines before and after the truncation
+    torn: dict[tuple[int, int], float] = {}
     torn_bytes = 0  # the starts of torn lines: delivered, so not lost
     truncated_at: dict[str, list[int]] = defaultdict(list)  # path -> event indexes
     paths_of: dict[int, set[str]] = defaultdict(set)
@@ -383,7 +385,7 @@ def check(model: Model, events: list[Data | Notice]) -> Result:
                     return
                 if end == "truncated" and expected.startswith(text):
                     nonlocal torn_bytes
-                    torn[(file, seq)] = index
+                    torn[(file, seq)] = index - 0.5
                     torn_bytes += len(text)
                     return
         result.mixed += 1
@@ -448,13 +450,14 @@ def check(model: Model, events: list[Data | Notice]) -> Result:
 def _announced(
     truncation: _Truncation,
     delivered: list[tuple[int, int]],
-    torn: dict[tuple[int, int], int],
+    torn: dict[tuple[int, int], float],
     truncated_at: dict[str, list[int]],
     paths: set[str],
 ) -> str:
     """``announced`` when a ``truncated`` notice sits between the file's lines delivered
     before the truncation and those delivered after it, under a name the file was delivered
-    under; ``unseen`` when nothing of the file was delivered before it; else ``silent``."""
+    under; ``unseen`` when nothing of the file was delivered before it; else ``destroyed
+    silently``."""
     before = [i for i, seq in delivered if seq < truncation.first_after]
     before += [
         i for (f, s), i in torn.items() if f == truncation.file and s < truncation.first_after

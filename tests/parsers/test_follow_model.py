@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from follow_model import run_sequence
+from follow_model import Model, check, run_sequence
 from test_follow import Collector, append, following
 
 from crashcart.parsers.follow import Notice
@@ -33,6 +33,41 @@ def test_model(seed: int, tmp_path: Path) -> None:
         + f"\noperations: {model.operations}"
     )
     assert result.delivered > 0 and result.lines > 0  # the model did write and read
+
+
+def test_a_truncation_that_ends_a_torn_line_announces_the_lines_after_it(tmp_path) -> None:
+    """The start of a line is delivered, then the file is truncated and written again: the
+    ``truncated`` notice that ends the torn line is the notice between the lines before and
+    after (the model took the torn line for a delivery after that notice, and called every
+    line destroyed with it lost silently: the CI failure of seed 20251124)."""
+    directory = tmp_path / "logs"
+    directory.mkdir()
+    model = Model(1, directory, poll=True)
+    model.follower.start()
+    model.collector.start()
+    try:
+        model._new_log()
+        log = model.logs[0]
+        assert log.fd is not None
+        line = model._write_lines(log, [400])
+        os.write(log.fd, line[:200])
+        deadline = time.monotonic() + 10
+        while not _delivered(model).endswith(line[:200]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        model._truncate_and_write(log)
+        model._close(log)
+        model._quiet()
+    finally:
+        model.follower.stop()
+        model.collector.finish()
+    result = check(model, model.collector.events)
+    assert result.notices.get("truncated") == 1
+    assert result.ok, result.examples
+    assert result.lost_announced >= 1 and result.lost_unannounced == 0
+
+
+def _delivered(model: Model) -> bytes:
+    return b"".join(e.data for e in list(model.collector.events) if not isinstance(e, Notice))
 
 
 @pytest.fixture
