@@ -39,7 +39,7 @@ TRIGGERS = {
     "metric_nonfinite": r"(?i)(?:loss|grad[_ ]norm|gnorm|xent)"
     + _LOSS_TAIL
     + _INDEXED
-    + r"['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*(?:tensor\()?[-+]?(?:nan|inf)",
+    + r"['\"\]]?\s*(?:[:=]|is )?\s*['\"]?\s*(?:tensor\()?[-+]?(?:nan|inf)",
     "metric_nonfinite_loss_at": r"(?i)loss at (?:step|batch|iter|iteration|epoch) \d+\s*[:=]\s*[-+]?(?:nan|inf)",
 }
 #: What makes a line a metric line. Metric lines can be half of a log, so they are not part of
@@ -48,7 +48,7 @@ METRIC_TRIGGERS = {
     "metric_loss": r"(?i)loss"
     + _LOSS_TAIL
     + _INDEXED
-    + r"['\"]?\s*(?:[:=]|is )?\s*['\"]?\s*(?:tensor\()?[-+]?(?:\d|\.\d|nan|inf)",
+    + r"['\"\]]?\s*(?:[:=]|is )?\s*['\"]?\s*(?:tensor\()?[-+]?(?:\d|\.\d|nan|inf)",
     "metric_grad_norm": r"(?i)(?:grad[_ ]norm|gnorm)['\"]?\s*[:=]?\s*['\"]?[-+]?(?:\d|nan|inf)",
     # ``Average loss at step 2000: 4.352`` (TensorFlow's tutorials, code2seq): the step between.
     "metric_loss_at": r"(?i)loss at (?:step|batch|iter|iteration|epoch) \d+\s*[:=]\s*[-+]?(?:\d|\.\d|nan|inf)",
@@ -68,7 +68,8 @@ METRIC_PATTERN = "|".join(f"(?:{rx})" for rx in METRIC_TRIGGERS.values())
 #: sampled, then never depends on where the input was cut into chunks.
 METRIC_LINE_PATTERN = METRIC_PATTERN.replace(r"\s", r"[^\S\n]").replace(r"[^\w/]", r"[^\w/\n]")
 
-_NUMBER = r"[-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
+#: PaddleOCR pads its values with ``{:x<6f}``: a NaN loss prints as ``nanxxx``.
+_NUMBER = r"[-+]?(?:nan(?:x{1,3})?|inf(?:inity|x{1,3})?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
 _PROGRESS = lazy_compile(r"\|\s*(?P<step>\d+)/(?P<total>\d+)\s*\[")
 # The metric regexes are Python's (a call into the RE2 wrapper costs more than the search on a
 # short line) and linear: every number starts where a number starts (``(?<![\d.])``, a run of
@@ -215,7 +216,8 @@ _NOT_TRAINING = lazy_compile(r"(?:^|[\s_/.-])(?:val|valid|validation|eval|test|d
 _PAIR_TAIL = (
     _INDEXED
     # A value printed as a tensor counts as its number: ``loss = tensor(inf, device='cuda:0')``.
-    + r"""['"]?(?:\s{0,32}[:=]\s{0,32}|\s{1,32}is\s{1,32}|\s{1,32})(?:\[\s{0,32}|tensor\()?['"]?"""
+    # A key in brackets counts as the key: ``[Loss] 51566519.44`` (LION's trainer).
+    + r"""['"\]]?(?:\s{0,32}[:=]\s{0,32}|\s{1,32}is\s{1,32}|\s{1,32})(?:\[\s{0,32}|tensor\()?['"]?"""
     rf"""(?P<value>{_NUMBER})"""
 )
 _PAIR = lazy_compile(

@@ -87,6 +87,9 @@ def divergence(name: str, points: list[Point]) -> Draft | None:
 EXPLODED = {"loss": 1e5, "grad_norm": 1e5, "ppl": 1e7}
 #: Points a few-point detector needs (a pasted excerpt shows a handful of records).
 FEW_POINTS = 3
+#: ... and how far past its limit a value must be for two records to be enough: a gradient
+#: norm of 4e10 and then 3.8e12 (mmdetection's first two log lines) needs no third.
+FAR_PAST_LIMIT = 1000
 
 
 def _divergence(name: str, at: Point, points: list[Point], baseline: float) -> Draft:
@@ -112,8 +115,12 @@ def exploded(name: str, points: list[Point]) -> Draft | None:
     (never rising) is learning at its own scale, however large that is (FastFlow's 2.1e5, 1.8e5,
     1.6e5)."""
     limit = EXPLODED.get(name)
+    if limit is None:
+        return None
     tail = points[-FEW_POINTS:]
-    if limit is None or len(tail) < FEW_POINTS or any(p.value < limit for p in tail):
+    # A log of two records is enough when both are this far past the limit (one is not).
+    far = len(points) == 2 and all(p.value >= FAR_PAST_LIMIT * limit for p in points)
+    if (len(tail) < FEW_POINTS and not far) or any(p.value < limit for p in tail):
         return None
     # Only a loss: a gradient norm of millions is never healthy, falling or not.
     falling = all(b.value <= a.value for a, b in itertools.pairwise(tail))
@@ -350,6 +357,7 @@ _NAMED_NUMBER = lazy_compile(
 _NOT_A_TERM = lazy_compile(
     r"(?i)^(?:train[_/]?)?loss$|time|cost|lr|learning|eta|speed|epoch|step|iter|mem|acc|prec"
     r"|recall|f1|auc|iou|psnr|ssim|score|reward|grad|norm|scale|sec|throughput|token|sample|data"
+    r"|progress|percent"
 )
 
 
