@@ -856,7 +856,7 @@ class Extractor:
         back = state.lineno - line.lineno
         if back > _WAIT_REACH.get(kind, waits.TAIL_LINES) or points != points_then:
             return None
-        if kind == "training_start" and back:
+        if kind in ("training_start", "evaluation") and back:
             tail = _tail_lines(state)
             if any(waits.FAILED_AFTER.search(raw) for raw in tail[len(tail) - back :]):
                 return None  # it failed right there: that error is the story, not a wait
@@ -1148,6 +1148,7 @@ def compile_rule_patterns(line_patterns: dict[str, str]) -> RulePatterns:
 _WAIT_REACH = {
     "stack_dump": waits.DUMP_TAIL_LINES,
     "training_start": waits.TRAINING_START_TAIL_LINES,
+    "evaluation": waits.TRAINING_START_TAIL_LINES,
 }
 
 

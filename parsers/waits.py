@@ -27,6 +27,7 @@ from .lazy import lazy_compile
 #: The process group's set-up, which a healthy run logs once and then moves past.
 _PROCESS_GROUP_INIT = (
     r"initializing (?:ddp|distributed): GLOBAL_RANK|Initializing TorchBackend in DeepSpeed"
+    r"|Initializing process group\b|batch_all_reduce: \d+ all-reduces with algorithm"
 )
 
 #: A run announcing that its training loop begins (Real-ESRGAN's ``Start training from epoch: 0,
@@ -38,11 +39,28 @@ _TRAINING_START = (
     r"|Gradient Accumulation steps|Instantaneous batch size per device) = \d"
 )
 
+#: A run announcing that an evaluation begins, or counting its batches (TensorFlow's estimator
+#: prints ``Evaluation [80/100]`` for each tenth): a healthy run prints its results after it, so a
+#: log that ends on it stopped inside the evaluation (VALL-E's ``Computing validation loss``
+#: for days, one rank short of a collective).
+_EVALUATION = (
+    r"(?i)Computing validation loss|\*{3,} Running Evaluation \*{3,}|\bEvaluation \[\d+/\d+\]"
+    r"|\bstart(?:ing)? (?:the )?(?:evaluation|validation)\b"
+)
+#: The same, as a whole line (the trigger finds candidates; this keeps only an announcement with
+#: nothing after it, and a batch count short of its total).
+_EVALUATION_LINE = (
+    r"(?i)(?:Computing validation loss|\*{3,} Running Evaluation \*{3,}"
+    r"|\bstart(?:ing)? (?:the )?(?:evaluation|validation)\b\W{0,4})\s*$"
+    r"|\bEvaluation \[(?P<done>\d+)/(?P<total>\d+)\]\s*$"
+)
+
 TRIGGERS: dict[str, str] = {
     "waiting": r"(?i)\bwaiting (?:in|for|on)\b|store based barrier|Lock file exists",
     "process_group_init": f"(?i){_PROCESS_GROUP_INIT}",
     "extension_build": r"as PyTorch extensions root|(?:Loading|Building) extension module",
     "training_start": _TRAINING_START,
+    "evaluation": _EVALUATION,
     "host_alloc": r"tcmalloc: large alloc \d+ bytes",
     "stack_dump": r"Timeout \(\d+:\d\d:\d\d\)!|Thread 0x[0-9a-fA-F]+ \(most recent call first\)"
     r"|Thread \S+ \((?:idle|active)\)",
@@ -72,6 +90,7 @@ _SIGNATURES = (
     ("stack_dump", lazy_compile(r"Timeout \(\d|Thread \S+ \((?:most recent|idle|active)")),
     ("waiting", lazy_compile(r"(?i)\bwaiting\b")),
     ("training_start", lazy_compile(_TRAINING_START)),
+    ("evaluation", lazy_compile(_EVALUATION_LINE)),
 )
 
 #: An error printed after a bar at 0 (glued to it, or on the lines after it): the run went on to
@@ -98,6 +117,7 @@ SETUP_TAIL_LINES = 2
 TAIL_LINES = 4
 #: ... or within this many of the start of training: a paste cut right after the start shows
 #: the warnings of the first step (two DDP notes), a run that hung there at most one more line.
+#: The same for the start of an evaluation.
 TRAINING_START_TAIL_LINES = 1
 #: ... or within this many of a stack dump's thread header: each thread's frames follow it.
 DUMP_TAIL_LINES = 64
@@ -107,8 +127,12 @@ TAIL_BYTES = 4096
 
 def signature(text: str) -> str | None:
     """The kind of wait a line shows (host_alloc, extension_build, rendezvous, stack_dump,
-    waiting, training_start), or ``None``."""
+    waiting, training_start, evaluation), or ``None``."""
     for name, pattern in _SIGNATURES:
-        if pattern.search(text):
-            return name
+        found = pattern.search(text)
+        if found is None:
+            continue
+        if name == "evaluation" and found["done"] and int(found["done"]) >= int(found["total"]):
+            continue  # its last batch counted: the evaluation ended
+        return name
     return None
