@@ -689,6 +689,8 @@ class Extractor:
             kind = waits.signature(line.text)
             if kind is not None:
                 state.last_wait = (line, kind, self.series.points_by_source[state.name])
+            elif state.last_wait is not None and state.last_wait[1] == "evaluation":
+                state.last_wait = None  # the evaluation counted its last batch: it ended
         if mask & bits.exceptions and self._open_bare_exception(state, line):
             return
         seconds = to_seconds(line.time) if line.time else None

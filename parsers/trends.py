@@ -314,6 +314,22 @@ def _record_key(point: Point) -> tuple[float | None, float | None] | None:
     return (point.step, point.epoch)
 
 
+#: Two records are enough when they are this many steps apart and print the same loss to this
+#: many significant digits (lit-gpt's ``iter 1: loss 11.0666`` and ``iter 400: loss 11.0666``):
+#: a model that learns moves its loss in the fourth digit within a few hundred steps.
+FROZEN_PAIR_STEPS, FROZEN_PAIR_DIGITS = 100, 5
+
+
+def _far_apart_and_equal(first: Point, last: Point) -> bool:
+    if first.step is None or last.step is None or last.step - first.step < FROZEN_PAIR_STEPS:
+        return False
+    return (
+        first.value == last.value
+        and abs(last.value) >= CONVERGED_LOSS
+        and _significant_digits(last.value) >= FROZEN_PAIR_DIGITS
+    )
+
+
 def frozen(name: str, points: list[Point]) -> Draft | None:
     """The loss printed identically record after record to the end of the log (Keras'
     ``loss: 5.7257`` three epochs running, ``loss:0.0000`` for twelve): the weights no longer
@@ -322,6 +338,8 @@ def frozen(name: str, points: list[Point]) -> Draft | None:
     if name != "loss":
         return None
     records = _records(points)
+    if len(records) == 2 and _far_apart_and_equal(*records):
+        return _plateau_draft(name, records, frozen_records=2)
     if len(records) < FROZEN_RECORDS:
         return None
     value = records[-1].value

@@ -720,3 +720,68 @@ def test_a_pipe_table_with_a_nan_cell_is_printed_nan_from_the_third_row() -> Non
     assert categories(run_text(rows)) == ["nan_loss"]
     healthy = "|         3|       900|   0.65296|    1.2|  5.5|\n" * 3
     assert run_text(healthy).diagnoses == []
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        # lhotse/VALL-E (batch-84): every rank starts its validation, and nothing comes after.
+        "2023-04-13 16:00:05,636 INFO [trainer.py:650] (4/8) Reaches end of dataloader.\n"
+        "2023-04-13 16:00:05,637 INFO [trainer.py:626] (4/8) Computing validation loss\n",
+        # tensor2tensor on Windows (batch-84): the estimator's batch count stops short of 100.
+        "INFO:tensorflow:Evaluation [70/100]\nINFO:tensorflow:Evaluation [80/100]\n",
+    ],
+)
+def test_a_log_that_ends_inside_an_evaluation_is_a_probable_hang(log: str) -> None:
+    report = run_text(log)
+    assert [d.rule for d in report.diagnoses] == ["hang.during_evaluation"]
+    assert report.diagnoses[0].confidence < 0.5  # a paste cut there looks the same
+
+
+def test_an_evaluation_that_printed_its_results_or_counted_its_last_batch_is_no_hang() -> None:
+    ended = "INFO:tensorflow:Evaluation [90/100]\nINFO:tensorflow:Evaluation [100/100]\n"
+    assert run_text(ended).diagnoses == []
+    results = "INFO Computing validation loss\nINFO Epoch 3, validation: loss=4.183, acc=0.41\n"
+    assert run_text(results).diagnoses == []
+    assert waits.signature("epoch 36 evaluating [time: 0.99s, valid_score: 0.362800]") is None
+
+
+def test_a_log_that_ends_initializing_the_process_group_is_a_hang() -> None:
+    # YOLOv6 (batch-81) on four GPUs: the process group never formed.
+    report = run_text("Using 4 GPU for training...\nInitializing process group...\n")
+    assert [d.rule for d in report.diagnoses] == ["hang.stalled"]
+    assert report.diagnoses[0].fields["wait"] == "rendezvous"
+
+
+def test_two_gradient_norms_a_thousand_times_past_the_limit_are_an_explosion() -> None:
+    # mmdetection's DetectoRS (batch-84): the log's first two records.
+    report = run_text(
+        "Epoch [1][50/1749]\tlr: 1.978e-03, loss: 59307.8674, grad_norm: 3801898445783.2650\n"
+        "Epoch [1][100/1749]\tlr: 3.976e-03, loss: 21082.3080, grad_norm: 40558643632.8485\n"
+    )
+    assert categories(report) == ["gradient_explosion"]
+    # One record is not enough, nor two merely past the limit.
+    first = "Epoch [1][50/1749]\tlr: 1.978e-03, loss: 5.3, grad_norm: 3801898445783.2650\n"
+    assert run_text(first).diagnoses == []
+    assert run_text(first.replace("3801898445783", "380189") * 2).diagnoses == []
+
+
+def test_the_same_loss_hundreds_of_steps_apart_is_a_frozen_run() -> None:
+    # lit-gpt pretraining Falcon-7B (batch-82): iter 1 and iter 400 print 11.0666.
+    frozen = (
+        "iter 1: loss 11.0666, time: 13381.00ms, speed: 306 toks/s/device\n"
+        "iter 400: loss 11.0666, time: 19090.34ms, speed: 214 toks/s/device\n"
+    )
+    assert categories(run_text(frozen)) == ["loss_plateau"]
+    # Close together, or printed with few digits, the same value says nothing.
+    assert run_text(frozen.replace("iter 400", "iter 40")).diagnoses == []
+    assert run_text(frozen.replace("11.0666", "11.07")).diagnoses == []
+
+
+def test_a_progress_percentage_is_not_a_loss_term_that_moves() -> None:
+    # StudioGAN (batch-84): the generator's loss printed -0.0 while the progress column moves.
+    lines = "".join(
+        f"[INFO] > Step: {s:>6} Progress: {s / 1000:.1f}% Gen_loss: -0.0 Dis_loss: 13.82\n"
+        for s in range(100, 600, 100)
+    )
+    assert categories(run_text(lines)) == ["loss_plateau"]

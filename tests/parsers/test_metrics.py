@@ -296,3 +296,13 @@ def test_a_value_indexed_by_its_step_is_read() -> None:
     }
     assert math.isnan(parse_metrics("train_batch_loss[ 6590 ]:  nan")["loss"])
     assert any(re.search(rx, "train_batch_loss[ 6590 ]:  nan") for rx in metrics.TRIGGERS.values())
+
+
+def test_a_key_in_brackets_and_paddles_padded_nan_are_read() -> None:
+    # LION's trainer (batch-84) and PaddleOCR's ``{:x<6f}`` (batch-75, batch-84).
+    line = "| E6 iter[ 14/ 15] | [Loss] nan | [exp] ./exp/0125/car | [step]   104 |"
+    assert math.isnan(parse_metrics(line)["loss"])
+    assert parse_metrics("| E5 | [Loss] 51566519.44 | [step]    89 |")["loss"] == 51566519.44
+    paddle = parse_metrics("epoch: [986/2000], global_step: 737800, CTCLoss: nanxxx, loss: nanxxx")
+    assert math.isnan(paddle["loss"]) and paddle["step"] == 737800
+    assert "loss" not in parse_metrics("loss: nanoseconds 12")
