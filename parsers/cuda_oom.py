@@ -24,8 +24,13 @@ torch 2.1+ (sentences; 2.1 spells ``capacty``; zero or more ``Process N has`` se
 
 Also ``HIP out of memory`` (same shapes), ``CUBLAS_STATUS_ALLOC_FAILED``, ``CUDA error: out of
 memory`` (and ROCm's ``HIP error: out of memory``), ``cudaErrorMemoryAllocation`` and
-``hipErrorOutOfMemory``, and the caching allocator's ``Allocation on device 0 would exceed
-allowed memory. (out of memory)`` over a memory fraction's limit. A message cut off mid-sentence still yields a fact
+``hipErrorOutOfMemory``, the caching allocator's ``Allocation on device 0 would exceed
+allowed memory. (out of memory)`` over a memory fraction's limit, and its warning before it
+raises (torch 2.5+; pastes often keep it and cut the error)::
+
+    [W906 15:02:06.204334026 CUDACachingAllocator.cpp:3934] memory allocation failed with OOM
+    on device 0 while trying to allocate 1000341504 bytes (free: 916848640, total: 25243287552).
+ A message cut off mid-sentence still yields a fact
 with whatever numbers survived. ``DefaultCPUAllocator: can't allocate memory`` is host memory
 and is deliberately not matched here.
 
@@ -58,6 +63,8 @@ TRIGGERS: dict[str, str] = {
     "cuda_oom_paddle": r"Out of memory error on GPU \d+",
     # Over torch.cuda.set_per_process_memory_fraction's limit (ComfyUI sets one).
     "cuda_oom_fraction": r"Allocation on device \d+ would exceed allowed memory",
+    # The caching allocator's warning before it raises (torch 2.5+).
+    "cuda_oom_allocator_warning": r"memory allocation failed with OOM on device \d+",
 }
 
 # (?<!\d): a match starts where a number does; inside a long run of digits every start would
@@ -122,7 +129,24 @@ def _grammar() -> dict[str, pp.ParserElement]:
             + pp.Literal("is reserved by PyTorch but unallocated")
         )
     )
+
+    # The caching allocator's warning: "on device 0 while trying to allocate 1000341504 bytes
+    # (free: 916848640, total: 25243287552)".
+    def byte_count(name: str) -> pp.ParserElement:
+        return integer.copy().set_parse_action(lambda t: to_gib(t[0], "bytes"))(name)
+
+    warning = (
+        pp.Literal("failed with OOM on device")
+        + integer("gpu")
+        + pp.Literal("while trying to allocate")
+        + byte_count("requested")
+        + pp.Literal("bytes")
+        + pp.Opt(
+            pp.Literal("(free:") + byte_count("free") + pp.Literal(", total:") + byte_count("total")
+        )
+    )
     return {
+        "warning": warning,
         "requested": requested,
         "paren": paren,
         "capacity": capacity,
@@ -134,6 +158,7 @@ def _grammar() -> dict[str, pp.ParserElement]:
 
 
 _ANCHORS = {
+    "warning": "failed with OOM on device",
     "requested": "Tried to allocate",
     "paren": "(GPU",
     "capacity": "GPU ",
@@ -194,6 +219,8 @@ def _backend(text: str) -> str | None:
     if ("THCudaCheck FAIL" in text or "cuda runtime error (2)" in text) and "out of memory" in text:
         return "cuda"
     if "would exceed allowed memory" in text and "Allocation on device" in text:
+        return "cuda"
+    if "memory allocation failed with OOM on device" in text:
         return "cuda"
     return None
 
@@ -281,8 +308,14 @@ def parse(text: str) -> list[Draft]:
     if requested is not None:
         fields["requested_gib"] = requested.requested
     paren = _first(grammar, "paren", text)
+    warning = _first(grammar, "warning", text) if paren is None else None
     if paren is not None:
         _fill_paren(fields, paren)
+    elif warning is not None:
+        fields["gpu"] = int(warning.gpu)
+        fields["requested_gib"] = warning.requested
+        if "total" in warning:
+            fields["free_gib"], fields["total_gib"] = warning.free, warning.total
     else:
         _fill_sentences(fields, text, grammar)
     fields["fragmentation_hint"] = "max_split_size_mb" in text or "expandable_segments" in text

@@ -152,6 +152,19 @@ POSITIVES = [
     ),
     # over set_per_process_memory_fraction's limit (ComfyUI, as it prints the message)
     ("Allocation on device 0 would exceed allowed memory. (out of memory)", {"backend": "cuda"}),
+    # the caching allocator's warning before it raises (MiniMind's GRPO on an RTX 4090, batch-82)
+    (
+        "[W906 15:02:06.204334026 CUDACachingAllocator.cpp:3934] memory allocation failed with OOM"
+        " on device 0 while trying to allocate 1000341504 bytes (free: 916848640, total:"
+        " 25243287552).",
+        {
+            "backend": "cuda",
+            "gpu": 0,
+            "requested_gib": 0.9316,
+            "free_gib": 0.8539,
+            "total_gib": 23.5099,
+        },
+    ),
 ]
 
 NEGATIVES = [
