@@ -2,18 +2,24 @@
 
 Exit codes: 0 nothing found, 1 diagnoses found, 2 usage or input error (one line on stderr,
 never a traceback). Results go to stdout; errors and warnings to stderr.
+
+Built on :mod:`argparse`: the standard library's parser costs a few milliseconds to import
+where click cost about 40, and ``crashcart analyze`` on a small log is mostly start-up
+(benchmarks/README.md, "Start-up").
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
+import shutil
 import sys
+import textwrap
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-import click
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__
 from .probes import probe_names
@@ -30,16 +36,21 @@ if TYPE_CHECKING:
 EXIT_CLEAN, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
 
-def fail(message: str) -> None:
+def echo(text: str, err: bool = False) -> None:
+    """Print one line to stdout, or to stderr with ``err``."""
+    print(text, file=sys.stderr if err else sys.stdout)
+
+
+def fail(message: str) -> NoReturn:
     """Print one clear error line and exit 2."""
-    click.echo(f"crashcart: error: {message}", err=True)
+    echo(f"crashcart: error: {message}", err=True)
     sys.exit(EXIT_ERROR)
 
 
 def report_rule_errors(errors: list[RuleError]) -> None:
     """Print every rule problem, compiler style, on stderr."""
     for problem in errors:
-        click.echo(problem.render(), err=True)
+        echo(problem.render(), err=True)
 
 
 def load_rulebase(rule_dirs: tuple[Path, ...]) -> RuleBase:
@@ -60,86 +71,8 @@ def load_rulebase(rule_dirs: tuple[Path, ...]) -> RuleBase:
     except RuleLoadError as error:
         report_rule_errors(error.errors)
         fail(f"{len(error.errors)} problem(s) in rule files; nothing was analysed")
-        raise  # unreachable: fail() exits
 
 
-#: The same ``--rules`` option for every command that loads rules.
-rules_option = click.option(
-    "--rules",
-    "rule_dirs",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Extra rule directory or file (repeatable); same id overrides a shipped rule.",
-)
-
-#: The same ``--hang-after`` option for ``watch`` and ``tui``.
-hang_after_option = click.option(
-    "--hang-after",
-    type=click.FloatRange(min=0.1),
-    default=300.0,
-    show_default=True,
-    help="Minimum silence (seconds) before a stalled run is reported as a hang.",
-)
-
-
-EPILOG = """\b
-Examples:
-  crashcart analyze train.log          root cause, evidence and fix of one log
-  crashcart analyze runs/job-42/       a run directory: every rank's log, one run
-  crashcart analyze --json train.log   the versioned JSON report
-  crashcart analyze --format sarif -o crashcart.sarif train.log
-  tail -f train.log | crashcart watch  diagnose a live run as it prints
-  crashcart tui runs/                  browse runs and diagnoses in the terminal
-  crashcart rules lint my-rules/ && crashcart rules test my-rules/
-
-\b
-Exit codes:
-  0    nothing found (a healthy log)
-  1    diagnoses found; eval below a threshold; a rule test failed;
-       a probe confirmed its diagnosis
-  2    usage or input error (one line on stderr)
-  130  interrupted (Ctrl-C)
-"""
-
-#: Help text is wrapped to the terminal up to this width; short helps are written to fit.
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
-
-@click.group(context_settings=CONTEXT, epilog=EPILOG)
-@click.version_option(__version__, prog_name="crashcart")
-def cli() -> None:
-    """Diagnose crashed deep-learning training runs from their logs."""
-
-
-@cli.command(short_help="Diagnose a log, several logs or a run directory.")
-@click.argument("paths", nargs=-1, required=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report.")
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json", "sarif"]),
-    help="Report format: text (default), json (as --json), sarif (SARIF 2.1.0, code scanning).",
-)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, writable=True, path_type=Path),
-    help="Write the report to FILE instead of stdout.",
-)
-@click.option(
-    "-q", "--quiet", is_flag=True, help="Print no report; the exit code says what was found."
-)
-@click.option("--top", type=click.IntRange(min=1), help="Show only the N best diagnoses.")
-@click.option(
-    "--facts",
-    "show_facts",
-    is_flag=True,
-    help="Print the facts the parsers extracted (JSON Lines), for writing and debugging rules.",
-)
-@rules_option
-@click.option(
-    "--probe", "run_probes", is_flag=True, help="Run the top diagnoses' probes on this machine."
-)
 def analyze(
     paths: tuple[str, ...],
     as_json: bool,
@@ -172,7 +105,7 @@ def analyze(
         fail(str(error))
     if report.stats.get("parse_errors"):
         count, examples = report.stats["parse_errors"], report.stats["parse_error_examples"]
-        click.echo(errors_warning(count, examples), err=True)
+        echo(errors_warning(count, examples), err=True)
     found = EXIT_FOUND if report.diagnoses else EXIT_CLEAN
     if quiet and output is None:
         sys.exit(found)
@@ -204,29 +137,6 @@ def analyze(
     sys.exit(found)
 
 
-@cli.command(short_help="Follow logs or stdin and report diagnoses live.")
-@click.argument("paths", nargs=-1)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON Lines events, flushed at once.")
-@click.option("--poll", is_flag=True, default=None, help="Poll files instead of using file events.")
-@click.option(
-    "--glob",
-    "globs",
-    multiple=True,
-    help="File names to follow in directories (repeatable; default *.log *.txt *.out *.err).",
-)
-@click.option("--from-end", is_flag=True, help="Start at the end of existing files (like tail -f).")
-@click.option(
-    "--exec", "exec_command", help="Run this shell command for each new diagnosis, JSON on stdin."
-)
-@click.option(
-    "--exec-timeout",
-    type=click.FloatRange(min=0.1),
-    default=30.0,
-    show_default=True,
-    help="Seconds before an --exec command is stopped.",
-)
-@hang_after_option
-@rules_option
 def watch(
     paths: tuple[str, ...],
     as_json: bool,
@@ -278,16 +188,6 @@ def watch(
     sys.exit(watcher.run())
 
 
-@cli.command(short_help="Watch a directory of runs in a terminal UI.")
-@click.argument("directory", default=".")
-@click.option("--poll", is_flag=True, default=None, help="Poll files instead of using file events.")
-@click.option(
-    "--glob",
-    multiple=True,
-    help="File names to follow (repeatable; default *.log *.txt *.out *.err).",
-)
-@hang_after_option
-@rules_option
 def tui(
     directory: str,
     poll: bool | None,
@@ -320,19 +220,6 @@ def tui(
     sys.exit(status)  # 2 after an unexpected error in the UI, never 0
 
 
-@cli.command(
-    short_help="Check a diagnosis on this machine (GPU, NCCL, disk...).",
-    # The names go in the help text, wrapped between words; as a choice metavar the usage line
-    # would break them mid-word.
-    help="Run probe NAME on this machine, or the probes of the top diagnoses of --for LOG.\n\n"
-    f"NAME is one of: {', '.join(probe_names())}.",
-)
-@click.argument("name", required=False, metavar="[NAME]", type=click.Choice(probe_names()))
-@click.option(
-    "--for", "log", type=click.Path(path_type=Path), help="Probe the top diagnoses of this log."
-)
-@click.option("--context", "context_json", help="JSON context for a probe run by NAME.")
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def probe(name: str | None, log: Path | None, context_json: str | None, as_json: bool) -> None:
     """Run probe NAME on this machine, or the probes of the top diagnoses of --for LOG."""
     from .analyzer import analyze_sources
@@ -342,6 +229,8 @@ def probe(name: str | None, log: Path | None, context_json: str | None, as_json:
 
     if (name is None) == (log is None):
         fail("give a probe NAME or --for LOG (see crashcart probe --help)")
+    if name is not None and name not in probe_names():
+        fail(f"no probe named {name!r}: one of {', '.join(probe_names())}")
     if name is not None:
         try:
             context = json.loads(context_json) if context_json else {}
@@ -355,9 +244,9 @@ def probe(name: str | None, log: Path | None, context_json: str | None, as_json:
             fail(str(error))
         results = [d.probe for d in report.diagnoses if d.probe]
         if not results:
-            click.echo("no diagnosis of this log names a probe", err=True)
+            echo("no diagnosis of this log names a probe", err=True)
     if as_json:
-        click.echo(json.dumps(results, indent=2))
+        echo(json.dumps(results, indent=2))
     else:
         console = make_console()
         for result in results:
@@ -366,21 +255,6 @@ def probe(name: str | None, log: Path | None, context_json: str | None, as_json:
     sys.exit(EXIT_FOUND if "confirmed" in statuses else EXIT_CLEAN)
 
 
-@cli.command("eval", short_help="Measure accuracy on a corpus of cases.")
-@click.argument("corpus", type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-@click.option("--min-top1", type=click.FloatRange(0, 1), help="Exit 1 if top-1 accuracy is lower.")
-@click.option("--min-top3", type=click.FloatRange(0, 1), help="Exit 1 if top-3 accuracy is lower.")
-@click.option(
-    "--max-false-alarms", type=click.IntRange(min=0), help="Exit 1 on more healthy-run alarms."
-)
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    help="Cases analysed at once, in separate processes [default: the number of cores; 1: serial].",
-)
-@rules_option
 def eval_command(
     corpus: Path,
     as_json: bool,
@@ -402,7 +276,7 @@ def eval_command(
         fail(str(error))
     totals = summary(results)
     if as_json:
-        click.echo(json.dumps(to_json(results), indent=2))
+        echo(json.dumps(to_json(results), indent=2))
     else:
         render_eval(results, make_console())
     failed = [
@@ -418,13 +292,8 @@ def eval_command(
     ]
     failed = [reason for reason in failed if reason]
     if failed:
-        click.echo("crashcart: below threshold: " + "; ".join(failed), err=True)
+        echo("crashcart: below threshold: " + "; ".join(failed), err=True)
         sys.exit(EXIT_FOUND)
-
-
-@cli.group()
-def rules() -> None:
-    """Write, check and test rules."""
 
 
 def _rule_paths(paths: tuple[Path, ...]) -> list[Path]:
@@ -436,8 +305,6 @@ def _rule_paths(paths: tuple[Path, ...]) -> list[Path]:
     return list(paths) or [shipped_rules_dir()]
 
 
-@rules.command("lint", short_help="Check rule files for errors.")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 def rules_lint(paths: tuple[Path, ...]) -> None:
     """Check rule files (default: the shipped rules) for schema, semantic and style errors."""
     from .ruletools import lint
@@ -445,23 +312,11 @@ def rules_lint(paths: tuple[Path, ...]) -> None:
     errors = lint(_rule_paths(paths))
     if errors:
         report_rule_errors(errors)
-        click.echo(f"{len(errors)} problem(s)", err=True)
+        echo(f"{len(errors)} problem(s)", err=True)
         sys.exit(EXIT_ERROR)
-    click.echo("rules are clean")
+    echo("rules are clean")
 
 
-@rules.command("test", short_help="Run the rules' examples and the healthy logs.")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "--healthy",
-    "healthy_dirs",
-    multiple=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="More healthy logs (a directory of logs or of corpus cases); no rule may fire on "
-    "them. Repeatable. Always used: the shipped healthy examples and, in a checkout, the "
-    "corpus's healthy cases.",
-)
-@click.option("--junitxml", type=click.Path(path_type=Path), help="Also write a JUnit XML report.")
 def rules_test(
     paths: tuple[Path, ...], healthy_dirs: tuple[Path, ...], junitxml: Path | None
 ) -> None:
@@ -492,8 +347,6 @@ def _within(path: str, target: Path) -> bool:
     return resolved == target or target in resolved.parents
 
 
-@rules.command("list")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 def rules_list(paths: tuple[Path, ...]) -> None:
     """List rules: id, category, title and source file."""
     from .report import make_console
@@ -508,10 +361,6 @@ def rules_list(paths: tuple[Path, ...]) -> None:
         )
 
 
-@rules.command("show", short_help="Print one rule as it is written in its file.")
-@click.argument("rule_id")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@rules_option
 def rules_show(rule_id: str, paths: tuple[Path, ...], rule_dirs: tuple[Path, ...]) -> None:
     """Print one rule as it is written in its file (PATHS: rule directories besides the
     shipped ones, as for lint and test; --rules DIR still works)."""
@@ -521,21 +370,360 @@ def rules_show(rule_id: str, paths: tuple[Path, ...], rule_dirs: tuple[Path, ...
     rule = next((r for r in rulebase.rules if r.id == rule_id), None)
     if rule is None:
         fail(f"no rule with id {rule_id!r} (see crashcart rules list)")
-    click.echo(f"# {rule.path}:{rule.line}")
-    click.echo(rule_source(rule))
+    echo(f"# {rule.path}:{rule.line}")
+    echo(rule_source(rule))
+
+
+# -- the parser -----------------------------------------------------------------------------
+
+DESCRIPTION = "Diagnose crashed deep-learning training runs from their logs."
+
+EPILOG = """\
+Examples:
+  crashcart analyze train.log          root cause, evidence and fix of one log
+  crashcart analyze runs/job-42/       a run directory: every rank's log, one run
+  crashcart analyze --json train.log   the versioned JSON report
+  crashcart analyze --format sarif -o crashcart.sarif train.log
+  tail -f train.log | crashcart watch  diagnose a live run as it prints
+  crashcart tui runs/                  browse runs and diagnoses in the terminal
+  crashcart rules lint my-rules/ && crashcart rules test my-rules/
+
+Exit codes:
+  0    nothing found (a healthy log)
+  1    diagnoses found; eval below a threshold; a rule test failed;
+       a probe confirmed its diagnosis
+  2    usage or input error (one line on stderr)
+  130  interrupted (Ctrl-C)
+"""
+
+RULE_PATHS_HELP = "Rule directories or files (default: the shipped rules)."
+
+#: Help text is wrapped to the terminal up to this width; short helps are written to fit.
+MAX_HELP_WIDTH = 100
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs as written (examples stay aligned); wrapped at 100 columns."""
+
+    def __init__(self, prog: str) -> None:
+        width = min(shutil.get_terminal_size().columns, MAX_HELP_WIDTH)
+        super().__init__(prog, width=width, max_help_position=32)
+
+    def _format_action(self, action: argparse.Action) -> str:
+        text = super()._format_action(action)
+        if action.nargs == argparse.PARSER:  # the commands, without a "COMMAND" line above
+            text = text.split("\n", 1)[1]
+        return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line on stderr and exit 2, naming the help to read."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, add_help=False, **kwargs)
+        self.add_argument("-h", "--help", action="help", help="Show this help and exit.")
+
+    def error(self, message: str) -> NoReturn:
+        fail(f"{message} (see {self.prog} --help)")
+
+
+def _at_least(minimum: float, kind: Callable[[str], Any] = float) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text} is below the minimum {minimum}")
+        return value
+
+    return convert
+
+
+def _fraction(text: str) -> float:
+    value = _at_least(0.0)(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1")
+    return value
+
+
+def _directory(text: str) -> Path:
+    if not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"no such directory: {text}")
+    return Path(text)
+
+
+def _add_rules_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rules",
+        dest="rule_dirs",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="Extra rule directory or file (repeatable); same id overrides a shipped rule.",
+    )
+
+
+def _add_hang_after_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--hang-after",
+        type=_at_least(0.1),
+        default=300.0,
+        metavar="SECONDS",
+        help="Minimum silence before a stalled run is reported as a hang (default: 300).",
+    )
+
+
+def _add_poll_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--poll", action="store_true", help="Poll files instead of using file events."
+    )
+
+
+def _as_written(docstring: str) -> str:
+    first, _, rest = docstring.partition("\n")
+    return f"{first}\n{textwrap.dedent(rest)}".strip()
+
+
+def _command(
+    commands: argparse._SubParsersAction,
+    name: str,
+    handler: Callable[..., None],
+    summary: str,
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        name,
+        help=summary,
+        description=description or _as_written(handler.__doc__ or summary),
+        formatter_class=_Formatter,
+    )
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: ``crashcart COMMAND [options]``, ``crashcart rules COMMAND``."""
+    parser = _Parser(
+        prog="crashcart", description=DESCRIPTION, epilog=EPILOG, formatter_class=_Formatter
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"crashcart {__version__}",
+        help="Show the version and exit.",
+    )
+    commands = parser.add_subparsers(title="Commands", metavar="COMMAND", parser_class=_Parser)
+
+    analyze_parser = _command(
+        commands, "analyze", analyze, "Diagnose a log, several logs or a run directory."
+    )
+    analyze_parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="A log (plain or .gz), a run directory, or -."
+    )
+    analyze_parser.add_argument(
+        "--json", dest="as_json", action="store_true", help="Print the versioned JSON report."
+    )
+    analyze_parser.add_argument(
+        "--format",
+        dest="output_format",
+        choices=["text", "json", "sarif"],
+        help="Report format: text (default), json (as --json), sarif (SARIF 2.1.0, code scanning).",
+    )
+    analyze_parser.add_argument(
+        "-o", "--output", type=Path, metavar="FILE", help="Write the report to FILE."
+    )
+    analyze_parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="Print no report; the exit code says what was found.",
+    )
+    analyze_parser.add_argument(
+        "--top", type=_at_least(1, int), metavar="N", help="Show only the N best diagnoses."
+    )
+    analyze_parser.add_argument(
+        "--facts",
+        dest="show_facts",
+        action="store_true",
+        help="Print the facts the parsers extracted (JSON Lines), for writing and debugging rules.",
+    )
+    _add_rules_option(analyze_parser)
+    analyze_parser.add_argument(
+        "--probe",
+        dest="run_probes",
+        action="store_true",
+        help="Run the top diagnoses' probes on this machine.",
+    )
+
+    watch_parser = _command(
+        commands, "watch", watch, "Follow logs or stdin and report diagnoses live."
+    )
+    watch_parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="A log, a run directory, or - for stdin."
+    )
+    watch_parser.add_argument(
+        "--json", dest="as_json", action="store_true", help="Print JSON Lines events, flushed."
+    )
+    _add_poll_option(watch_parser)
+    watch_parser.add_argument(
+        "--glob",
+        dest="globs",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="File names to follow in directories (repeatable; default *.log *.txt *.out *.err).",
+    )
+    watch_parser.add_argument(
+        "--from-end",
+        action="store_true",
+        help="Start at the end of existing files (like tail -f).",
+    )
+    watch_parser.add_argument(
+        "--exec",
+        dest="exec_command",
+        metavar="COMMAND",
+        help="Run this shell command for each new diagnosis, JSON on stdin.",
+    )
+    watch_parser.add_argument(
+        "--exec-timeout",
+        type=_at_least(0.1),
+        default=30.0,
+        metavar="SECONDS",
+        help="Seconds before an --exec command is stopped (default: 30).",
+    )
+    _add_hang_after_option(watch_parser)
+    _add_rules_option(watch_parser)
+
+    tui_parser = _command(commands, "tui", tui, "Watch a directory of runs in a terminal UI.")
+    tui_parser.add_argument(
+        "directory", nargs="?", default=".", help="The directory of runs (default: here)."
+    )
+    _add_poll_option(tui_parser)
+    tui_parser.add_argument(
+        "--glob",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="File names to follow (repeatable; default *.log *.txt *.out *.err).",
+    )
+    _add_hang_after_option(tui_parser)
+    _add_rules_option(tui_parser)
+
+    probe_parser = _command(
+        commands,
+        "probe",
+        probe,
+        "Check a diagnosis on this machine (GPU, NCCL, disk...).",
+        # The names go in the description, wrapped between words; as choices in the usage
+        # line argparse would list them all there.
+        "Run probe NAME on this machine, or the probes of the top diagnoses of --for LOG.\n\n"
+        + textwrap.fill(f"NAME is one of: {', '.join(probe_names())}.", width=88),
+    )
+    probe_parser.add_argument("name", nargs="?", metavar="NAME", help="The probe to run.")
+    probe_parser.add_argument(
+        "--for", dest="log", type=Path, metavar="LOG", help="Probe the top diagnoses of LOG."
+    )
+    probe_parser.add_argument(
+        "--context", dest="context_json", metavar="JSON", help="JSON context for probe NAME."
+    )
+    probe_parser.add_argument(
+        "--json", dest="as_json", action="store_true", help="Print the results as JSON."
+    )
+
+    eval_parser = _command(commands, "eval", eval_command, "Measure accuracy on a corpus of cases.")
+    eval_parser.add_argument(
+        "corpus", type=Path, help="A directory of cases (an expected.yaml beside each log)."
+    )
+    eval_parser.add_argument(
+        "--json", dest="as_json", action="store_true", help="Print the results as JSON."
+    )
+    eval_parser.add_argument(
+        "--min-top1", type=_fraction, metavar="F", help="Exit 1 if top-1 accuracy is lower."
+    )
+    eval_parser.add_argument(
+        "--min-top3", type=_fraction, metavar="F", help="Exit 1 if top-3 accuracy is lower."
+    )
+    eval_parser.add_argument(
+        "--max-false-alarms",
+        type=_at_least(0, int),
+        metavar="N",
+        help="Exit 1 on more healthy-run alarms.",
+    )
+    eval_parser.add_argument(
+        "-j",
+        "--jobs",
+        type=_at_least(1, int),
+        metavar="N",
+        help="Cases analysed at once, in separate processes (default: the number of cores; "
+        "1: serial).",
+    )
+    _add_rules_option(eval_parser)
+
+    rules_parser = commands.add_parser(
+        "rules",
+        help="Write, check and test rules.",
+        description="Write, check and test rules.",
+        formatter_class=_Formatter,
+    )
+    rules_parser.set_defaults(handler=None, parser=rules_parser)
+    rule_commands = rules_parser.add_subparsers(
+        title="Commands", metavar="COMMAND", parser_class=_Parser
+    )
+    lint_parser = _command(rule_commands, "lint", rules_lint, "Check rule files for errors.")
+    lint_parser.add_argument("paths", nargs="*", type=Path, metavar="PATH", help=RULE_PATHS_HELP)
+    test_parser = _command(
+        rule_commands, "test", rules_test, "Run the rules' examples and the healthy logs."
+    )
+    test_parser.add_argument("paths", nargs="*", type=Path, metavar="PATH", help=RULE_PATHS_HELP)
+    test_parser.add_argument(
+        "--healthy",
+        dest="healthy_dirs",
+        action="append",
+        type=_directory,
+        default=[],
+        metavar="DIR",
+        help="More healthy logs (a directory of logs or of corpus cases); no rule may fire "
+        "on them. Repeatable. Always used: the shipped healthy examples and, in a checkout, "
+        "the corpus's healthy cases.",
+    )
+    test_parser.add_argument(
+        "--junitxml", type=Path, metavar="FILE", help="Also write a JUnit XML report."
+    )
+    list_parser = _command(
+        rule_commands, "list", rules_list, "List rules: id, category, title and source file."
+    )
+    list_parser.add_argument("paths", nargs="*", type=Path, metavar="PATH", help=RULE_PATHS_HELP)
+    show_parser = _command(
+        rule_commands, "show", rules_show, "Print one rule as it is written in its file."
+    )
+    show_parser.add_argument("rule_id", help="The rule's id (see crashcart rules list).")
+    show_parser.add_argument(
+        "paths", nargs="*", type=Path, metavar="PATH", help="Rule directories or files to add."
+    )
+    _add_rules_option(show_parser)
+    parser.set_defaults(handler=None, parser=parser)
+    return parser
+
+
+def run(argv: list[str] | None = None) -> None:
+    """Parse ``argv`` (default: the process's arguments) and run the command; exits."""
+    parser = build_parser()
+    arguments = vars(parser.parse_args(argv))
+    handler = arguments.pop("handler")
+    group = arguments.pop("parser", parser)
+    if handler is None:  # `crashcart` or `crashcart rules` with no command: show what there is
+        group.print_help(sys.stderr)
+        sys.exit(EXIT_ERROR)
+    handler(**{k: tuple(v) if isinstance(v, list) else v for k, v in arguments.items()})
+    sys.exit(EXIT_CLEAN)
 
 
 def main() -> None:
     """Console-script entry point: never lets a Python traceback reach the user."""
     try:
-        cli.main(standalone_mode=False)
-    except click.exceptions.Exit as done:
-        sys.exit(done.exit_code)
-    except click.ClickException as error:
-        error.show()
-        sys.exit(EXIT_ERROR)
-    except click.exceptions.Abort:
-        sys.exit(130)
+        run()
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:
@@ -546,7 +734,7 @@ def main() -> None:
     except Exception as error:
         if os.environ.get("CRASHCART_DEBUG"):
             raise
-        click.echo(
+        echo(
             f"crashcart: internal error: {type(error).__name__}: {error} "
             "(set CRASHCART_DEBUG=1 for the traceback)",
             err=True,
