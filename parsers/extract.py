@@ -80,6 +80,9 @@ _BARE_MESSAGE_LINES = 3
 _CXX_WHAT_LINES = 3
 #: Frames whose function names an exception fact lists in ``calls`` (innermost last).
 _CALL_FRAMES = 8
+#: The innermost line of a traceback cut before its error line, when it names what it raises:
+#: ``raise CheckpointMismatchError(`` (a paste ends where the exception's message begins).
+_RAISED = lazy_compile(rf"raise (?P<qualname>{failure.QUALNAME})\s*\(")
 #: Characters of an exception's whole message (its lines joined) kept in its ``detail``.
 _DETAIL_CHARS = 1000
 _PHASES = [
@@ -929,6 +932,8 @@ class Extractor:
         final = parsed.final
         if final.cut and block.ipython:
             final.qualname = block.ipython  # IPython's header named what the cut paste lost
+        elif final.cut and final.frames and (raised := _RAISED.match(final.frames[-1].code)):
+            final.qualname = raised["qualname"]  # the paste ends at `raise SomeError(`
         if final.cut and block.lead:
             final.message = block.lead  # the logger printed it before the traceback
         rank = logged[0].rank if logged else None

@@ -94,18 +94,24 @@ TRIGGERS: dict[str, str] = {
 
 #: An exception's name ends in Error, Exception...; or it is any class of a module that holds
 #: exceptions (``torch._dynamo.exc.Unsupported``, ``torch._dynamo.exc.FailOnRecompileLimitHit``).
-_QUALNAME = (
+QUALNAME = (
     r"(?:(?:[A-Za-z_]\w*(?:\.|::))*(?:_?[A-Z]\w*(?:Error|Exception|Interrupt|Failure|Fault)|Exception)"
     r"|(?:[A-Za-z_]\w*\.)*(?:exc|exceptions|errors)\.[A-Z]\w*)"
 )
 _BARE = lazy_compile(
     # Ray wraps the error a task raised: ``ray.exceptions.RayTaskError(OutOfMemoryError): ...``.
-    rf"(?:^|(?<=[\s:>|\]\-*`'\"(]))(?P<qualname>{_QUALNAME}(?:\([\w.]+\))?)(?:\[[\w.]+\])?"
+    rf"(?:^|(?<=[\s:>|\]\-*`'\"(]))(?P<qualname>{QUALNAME}(?:\([\w.]+\))?)(?:\[[\w.]+\])?"
     r"(?:(?P<colon>:)[ \t]*(?P<message>.*?))?[`*'\"]*\s*$"
 )
 #: What may stand before an exception line: a logger's level and name (``ERROR:root:``,
 #: ``[ERROR]``, ``| ERROR |``), a ranker's tag. Anything else is prose, accepted only when the
 #: exception carries a message (``I keep getting RuntimeError: ...``).
+#: An exception printed as its repr, the way ``print(repr(e))`` and spaCy's "Encountered
+#: exception:" show it: ``OutOfMemoryError('Out of memory allocating 3,327,510,528 bytes ...``
+#: (its message may run on to the next line).
+_REPR = lazy_compile(
+    rf"^\s*(?P<qualname>{QUALNAME})\((?P<quote>['\"])(?P<message>.*?)(?:(?P=quote),?\)*)?\s*$"
+)
 _PREAMBLE_OK = lazy_compile(
     r"[\W\d_]*(?:(?:ERROR|CRITICAL|FATAL|E)\b[\W\d_]*)?(?:[\w.<>-]+:\d*[\W\d_]*)?"
 )
@@ -144,6 +150,9 @@ def bare_exception(text: str) -> str | None:
     if libcxxabi is not None:
         message = (libcxxabi["message"] or "").strip()
         return f"{libcxxabi['type']}: {message}" if message else libcxxabi["type"]
+    printed = _REPR.match(text[:2000]) if "(" in text else None
+    if printed is not None and printed["message"].strip():
+        return f"{printed['qualname']}: {printed['message'].strip()}"
     match = _BARE.search(text[:2000])
     if match is None:
         return None

@@ -46,6 +46,11 @@ from tests.conftest import categories, run_text
             "libc++abi.dylib: terminating with uncaught exception of type c10::Error",
             "c10::Error",
         ),
+        (  # the repr spaCy prints after "Encountered exception:", wrapped (spaCy#8093)
+            "OutOfMemoryError('Out of memory allocating 3,327,510,528 bytes (allocated so",
+            "OutOfMemoryError: Out of memory allocating 3,327,510,528 bytes (allocated so",
+        ),
+        ("KeyError('fname',)", "KeyError: fname"),
     ],
 )
 def test_an_exception_line_standing_alone_is_read(line: str, expected: str) -> None:
@@ -56,6 +61,7 @@ def test_an_exception_line_standing_alone_is_read(line: str, expected: str) -> N
     "line",
     [
         '    raise ValueError("x")',
+        "    ValueError()",
         "except RuntimeError:",
         "UserWarning: this will be an error in 2.0",
         "WARNING: caught ValueError: retrying",

@@ -366,6 +366,35 @@ def test_a_bare_assertion_on_the_settings_is_a_configuration_error() -> None:
     assert "assert params.amp >= 1 or not params.fp16" in report.diagnoses[0].summary
 
 
+def test_a_traceback_cut_at_its_raise_statement_keeps_the_name_it_raises() -> None:
+    # PyKEEN's training loop (pykeen/pykeen#1300): the paste stops where the message begins.
+    report = run_text(
+        """\
+        Traceback (most recent call last):
+          File "/afs/x/resume_training.py", line 32, in <module>
+            result = pipeline(
+          File "/afs/x/site-packages/pykeen/training/training_loop.py", line 1185, in _load_state
+            raise CheckpointMismatchError(
+        """
+    )
+    (fact,) = [f for f in report.facts if f["kind"] == "exception"]
+    assert fact["cut"] and fact["qualname"] == "CheckpointMismatchError"
+    assert categories(report)[0] == "checkpoint_load"
+
+
+def test_a_traceback_cut_at_a_raise_of_a_variable_names_nothing() -> None:
+    report = run_text(
+        """\
+        Traceback (most recent call last):
+          File "/root/ai-toolkit/run.py", line 108, in main
+            raise e
+        """
+    )
+    (fact,) = [f for f in report.facts if f["kind"] == "exception"]
+    assert fact["cut"] and fact["qualname"] == ""
+    assert categories(report) == ["unrecognised"]
+
+
 def test_a_logged_message_before_a_cut_traceback_on_its_line_is_read() -> None:
     # SimpleTuner logs f"{e}, traceback: {format_exc()}"; the paste keeps two frames of it.
     report = run_text(
