@@ -158,3 +158,16 @@ def test_sarif_report_has_the_rules_results_and_log_locations() -> None:
 def test_json_and_another_format_conflict() -> None:
     result = crashcart("analyze", "--json", "--format", "sarif", str(OOM))
     assert result.returncode == 2 and "disagree" in result.stderr
+
+
+def test_a_usage_error_is_one_line_on_stderr_naming_the_help() -> None:
+    for args in (
+        ["analyze", "--top", "0", str(OOM)],
+        ["analyze", "--bogus", str(OOM)],
+        ["probe", "no_such_probe"],
+        ["eval", "--min-top1", "2", "corpus"],
+    ):
+        result = crashcart(*args)
+        assert result.returncode == 2 and result.stdout == "", args
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("crashcart: error: "), result.stderr
