@@ -42,7 +42,7 @@ except ImportError as error:
     ) from error
 from durable import engine as durable_engine
 
-from .rules import Condition, Rule
+from .rules import REGEX_OPERATORS, Condition, Rule
 
 _RULESET_NAME = "crashcart"
 _hosts = itertools.count()
@@ -115,20 +115,26 @@ def line_pattern_id(rule: Rule, condition: Condition) -> str:
     return f"rule:{rule.id}:{condition.name}"
 
 
-def match_flag(rule: Rule, condition: Condition, field: str) -> str:
-    """The field a fact carries, set to true, when ``field`` matches the ``matches`` pattern of
-    ``condition`` (the engine's own regex dialect is not RE2, so the match runs in Python)."""
-    digest = hashlib.sha1(f"{rule.id}\0{condition.name}\0{field}".encode()).hexdigest()[:12]
+def match_flag(rule: Rule, condition: Condition, field: str, op: str = "matches") -> str:
+    """The field a fact carries, set to true, when ``field`` matches the ``matches`` (or
+    ``not_matches``) pattern of ``condition`` (the engine's own regex dialect is not RE2, so the
+    match runs in Python)."""
+    key = field if op == "matches" else f"{field}\0{op}"
+    digest = hashlib.sha1(f"{rule.id}\0{condition.name}\0{key}".encode()).hexdigest()[:12]
     return f"match_{digest}"
 
 
-def _test(field: str, test: Any, flag: str = "") -> list[dict[str, Any]]:
+def _test(field: str, test: Any, flags: dict[str, str]) -> list[dict[str, Any]]:
     if not isinstance(test, dict):
         return [{field: test}]
     tests: list[dict[str, Any]] = []
     for op, value in test.items():
         if op == "matches":
-            tests.append({flag: True})
+            tests.append({flags[op]: True})
+        elif op == "not_matches":
+            # The flag is set only on a match: a fact without it does not match. A missing
+            # field does not match either, so it passes.
+            tests.append({"$nex": {flags[op]: 1}})
         elif op == "eq":
             tests.append({field: value})
         elif op == "in":
@@ -149,7 +155,8 @@ def _condition(rule: Rule, condition: Condition, first: str | None) -> dict[str,
     if condition.fact == "line":
         tests.append({"pattern": line_pattern_id(rule, condition)})
     for field, test in condition.where.items():
-        tests.extend(_test(field, test, match_flag(rule, condition, field)))
+        flags = {op: match_flag(rule, condition, field, op) for op in REGEX_OPERATORS}
+        tests.extend(_test(field, test, flags))
     if first and first != condition.name:
         for field in condition.same:
             tests.append({field: {first: field}})
@@ -229,10 +236,13 @@ class RuleSession:
         for rule in rules:
             for condition in rule.conditions:
                 for field, test in condition.where.items():
-                    if isinstance(test, dict) and "matches" in test:
-                        self._match_tests.setdefault(condition.fact, []).append(
-                            (match_flag(rule, condition, field), field, test["matches"])
-                        )
+                    if not isinstance(test, dict):
+                        continue
+                    for op in REGEX_OPERATORS:
+                        if op in test:
+                            self._match_tests.setdefault(condition.fact, []).append(
+                                (match_flag(rule, condition, field, op), field, test[op])
+                            )
         #: The same, compiled, per kind on the first fact of that kind: compiling them all up
         #: front was a third of the start-up of a small log, and most runs meet few kinds.
         self._matchers: dict[str, list[tuple[str, str, Any]]] = {}

@@ -61,7 +61,21 @@ RULE_KEYS = (
 )
 REQUIRED_KEYS = ("id", "category", "title", "confidence", "when", "summary", "fixes")
 CONDITION_KEYS = ("fact", "as", "where", "regex", "same", "after", "count")
-OPERATORS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "not_in", "exists", "matches")
+OPERATORS = (
+    "eq",
+    "ne",
+    "gt",
+    "gte",
+    "lt",
+    "lte",
+    "in",
+    "not_in",
+    "exists",
+    "matches",
+    "not_matches",
+)
+#: The operators whose operand is an RE2 pattern.
+REGEX_OPERATORS = ("matches", "not_matches")
 #: specific: one wording family, precise fixes; vocabulary: a category recognised from the words
 #: of a message and its frames, ranked below every specific rule.
 TIERS = ("specific", "vocabulary")
@@ -697,7 +711,7 @@ class _Checker:
                 )
                 continue
             mark = self.value_mark(test, op)
-            if op == "matches":
+            if op in REGEX_OPERATORS:
                 self.check_regex(test, op)
             elif op == "exists":
                 if not isinstance(operand, bool):

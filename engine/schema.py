@@ -43,6 +43,7 @@ _TEST = {
                 "not_in": {"type": "array", "minItems": 1, "maxItems": MAX_IN_VALUES},
                 "exists": {"type": "boolean"},
                 "matches": {"type": "string", "maxLength": MAX_REGEX_CHARS},
+                "not_matches": {"type": "string", "maxLength": MAX_REGEX_CHARS},
             },
         },
     ],

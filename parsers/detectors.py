@@ -47,6 +47,9 @@ TRIGGERS = {
         r"(?i)\bKeyboardInterrupt\b|received signal (?:15|2)\b|(?:received|got|caught) SIG(?:TERM|INT)\b"
         r"|exit(?:ed with)? (?:code|status)[: ]+(?:143|130)\b"
     ),
+    # Keras prints the epoch on a line of its own above the epoch's record (``Epoch 278/300``,
+    # then `` - 80s - loss: 14.5063 - acc: 0.1000``), which names no epoch or step.
+    "epoch_header": r"^[ \t]*Epoch \d+/\d+[ \t]*$",
     # Values printed with print(): a tensor (or one row of it) that is all NaN, or a line that
     # is only ``nan`` (print(loss.item())), after a step count (print(step, loss.item())). Real
     # logs print nothing else that way.
@@ -103,6 +106,7 @@ _NAMED_NAN_RECORD = lazy_compile(f"(?i){_NAMED_NAN_RECORD_PATTERN}")
 _NAN_ROW = lazy_compile(_NAN_ROW_PATTERN)
 # The module's triggers share one prefilter bit: each handler checks its own line again.
 STOPPED = lazy_compile(TRIGGERS["stopped"])
+_EPOCH_HEADER = lazy_compile(r"^[ \t]*Epoch (?P<epoch>\d+)/\d+[ \t]*$")
 _PRINTED_NAN = lazy_compile(TRIGGERS["printed_nan"])
 SERIES_CAPACITY = 2048
 #: Records of a stretch of zero learning rates kept to judge it.
@@ -192,6 +196,16 @@ class SeriesTracker:
         self._lr_zero_longest: list[trends.LrRecord] = []
         self._first_epoch: float | None = None
         self._top_epoch: float | None = None
+        #: The epoch of a header line (Keras' ``Epoch 278/300``) that no record has taken yet.
+        self._header_epoch: float | None = None
+
+    def header(self, text: str) -> None:
+        """Note an epoch header line: the next record that names neither a step nor an epoch
+        belongs to it (Keras' ``verbose=2`` record), so that identical records of successive
+        epochs read as distinct records, not as one line copied by several ranks."""
+        match = _EPOCH_HEADER.search(text)
+        if match is not None:
+            self._header_epoch = float(match["epoch"])
 
     def restarts(self, metrics: dict[str, float]) -> bool:
         """Whether a metric line's epoch went back to where this run began, after at least
@@ -206,6 +220,9 @@ class SeriesTracker:
     ) -> list[Draft]:
         """Take one metric line's values; return the drafts of anything that just happened."""
         self.points += 1
+        if self._header_epoch is not None and "step" not in metrics and "epoch" not in metrics:
+            metrics = {**metrics, "epoch": self._header_epoch}
+            self._header_epoch = None
         if line is not None:
             self.last_line = line
             if not _timing_only(metrics):

@@ -56,6 +56,9 @@ _STRERROR = (
 
 TRIGGERS: dict[str, str] = {
     "error_level": rf"(?:^|[\s\[|(:]){_LEVEL}(?:[\s\]|:)-]|$)|{_GLOG}|{_RAY}|{_C10}|{_KIT}",
+    # A job runner's or a loader's own report, capitalised like a sentence: ai-toolkit's
+    # ``Error running job: Control image is required ...``, ``Error processing image: ...``.
+    "error_doing": r"(?:^|[\s\]>|])Error (?:while |when )?[a-z]+ing\b[^:\n]{0,60}: \S",
     "error_in": r"\berror in [\w.:]+: ",
     "thc_check": r"THCudaCheck FAIL",
     "cxx_raised": r"Exception raised from \S+ at ",
@@ -70,6 +73,7 @@ TRIGGERS: dict[str, str] = {
 #: How an unrecognised diagnosis names each form.
 SIGNATURE_NAMES = {
     "error_level": "a logged error",
+    "error_doing": "a logged error",
     "last_logged": "a logged error on the log's last line",
     "error_in": "an error in a native function",
     "thc_check": "a failed CUDA check (THCudaCheck)",
@@ -83,6 +87,8 @@ SIGNATURE_NAMES = {
 FAILURE_SIGNATURES = frozenset(
     {"error_in", "thc_check", "cxx_raised", "nccl_warn_failure", "nccl_trace", "last_logged"}
 )
+#: Signatures of a logger's report, routine in the middle of a run.
+LOGGED_SIGNATURES = frozenset({"error_level", "error_doing"})
 #: ncclResult_t codes as NCCL's ``file:line -> code`` trace prints them (nccl.h).
 _NCCL_RESULTS = {
     "1": "ncclUnhandledCudaError",
@@ -97,6 +103,7 @@ _COMPILED = {name: lazy_compile(rx) for name, rx in TRIGGERS.items()}
 _LEVEL_MESSAGE = lazy_compile(
     rf"{_LEVEL}[^\w(]{{0,4}}(?:[\w.]+:\d*\s*-*\s*|\([\w.]+\)\s*)?(?P<message>.*)"
 )
+_DOING_MESSAGE = lazy_compile(r"Error (?:while |when )?[a-z]+ing\b[^:\n]{0,60}: (?P<message>.*)")
 _TRAILING_LEVEL = lazy_compile(rf"(?:{_GLOG}[^\]]*\]|{_RAY}|{_C10}|{_KIT})\s*(?P<message>.*)")
 #: Routine lines that carry the word: a run that prints its error count, a retry it survived.
 _ROUTINE = lazy_compile(r"(?i)\b(?:0 errors?|no errors?|errors?: 0|warn(?:ing)?:|retry|retrying)\b")
@@ -108,6 +115,9 @@ def _message(signature: str, text: str) -> str:
     if signature == "error_level":
         match = _TRAILING_LEVEL.search(text) or _LEVEL_MESSAGE.search(text)
         return match["message"].strip() if match else text.strip()
+    if signature == "error_doing":
+        match = _DOING_MESSAGE.search(text)
+        return match["message"].strip() if match else ""
     if signature == "nccl_trace":
         where, code = text.split("NCCL INFO ", 1)[1].split(" -> ", 1)
         code = code.strip()[:1]
@@ -126,7 +136,7 @@ def last_logged(text: str) -> Draft | None:
     of a run, but a run that ends on one ended because of it (HugeCTR's ``[HCDEBUG][ERROR]
     DataHeaderError ...``, then nothing); ``None`` for any other line."""
     found = parse(text)
-    if not found or found[0].fields["signature"] != "error_level":
+    if not found or found[0].fields["signature"] not in LOGGED_SIGNATURES:
         return None
     found[0].fields["signature"] = "last_logged"
     return found[0]

@@ -111,6 +111,11 @@ class Finding:
     progress: int | None = None
 
 
+#: How far above a traceback a logger's error may stand to be its message (ai-toolkit prints
+#: ``Error running job: ...``, then a summary of its jobs, then the traceback).
+_LEAD_LINES = 40
+
+
 @dataclass
 class _Block:
     collector: traceback.TracebackCollector = field(default_factory=traceback.TracebackCollector)
@@ -119,6 +124,7 @@ class _Block:
     prefix: str = ""  # the shape of a per-line prefix in front of the traceback, if any
     prefix_seen: bool = False  # a line after the header showed whether the prefix repeats
     lead: str = ""  # an error a logger printed before the header, on the header's line
+    lead_line: LogLine | None = None  # ... or on a line above it
     original: bool = False  # torch's "Original Traceback": a worker's, below the error it raised
     logging_error: bool = False  # printed by a logging handler that could not write a record
     idle: int = 0  # lines of other ranks seen since this block's last line
@@ -180,6 +186,9 @@ class _SourceState:
     #: A traceback opened up to this line follows "Exception ignored in: ..." (a ``__del__``
     #: or a callback whose exception Python printed and ignored).
     ignored_until: int = -1
+    #: The last error a logger reported (its line and message): the message of a traceback
+    #: printed below it and cut before its own last line.
+    last_logged: tuple[LogLine, str] | None = None
     #: The line of the last ``--- Logging error ---``: the traceback right after it was caught.
     logging_error_at: int = -10
     stats: SourceStats = field(default_factory=SourceStats)
@@ -685,6 +694,9 @@ class Extractor:
                 logged = error_lines.parse(_TRACEBACK_LEAD_IN.sub("", line.text[:start]))
                 block.lead = logged[0].fields["message"] if logged else ""
                 block.original = line.text[:start].rstrip().endswith("Original")
+            above = state.last_logged
+            if not block.lead and above and line.lineno - above[0].lineno <= _LEAD_LINES:
+                block.lead_line, block.lead = above
             block.collector.start(line.text[max(start, 0) :])
             block.lines = traceback.HeadTail([line])
             return
@@ -709,6 +721,8 @@ class Extractor:
                         out.append(Finding(draft, [line], line.rank))
         if mask & bits.stopped and detectors.STOPPED.search(line.text):
             self.series.stopped = True
+        if mask & bits.epoch_header:
+            self.series.header(line.text)
         if mask & bits.loss_scale:
             for draft in self.series.loss_scale(line.text):
                 out.append(Finding(draft, [line], line.rank))
@@ -725,6 +739,8 @@ class Extractor:
                     # A line with no rank prefix may name one ("process rank 7 ... exited").
                     rank = line.rank if line.rank is not None else draft.fields.get("rank")
                     out.append(Finding(draft, [line], rank))
+                    if draft.fields.get("signature") in error_lines.LOGGED_SIGNATURES:
+                        state.last_logged = (line, draft.fields["message"])
             if "ChildFailedError" in line.text:
                 state.elastic_wait = _ELASTIC_WAIT_LINES
 
@@ -934,12 +950,16 @@ class Extractor:
             final.qualname = block.ipython  # IPython's header named what the cut paste lost
         elif final.cut and final.frames and (raised := _RAISED.match(final.frames[-1].code)):
             final.qualname = raised["qualname"]  # the paste ends at `raise SomeError(`
+        lead_line = None
         if final.cut and block.lead:
             final.message = block.lead  # the logger printed it before the traceback
+            lead_line = block.lead_line
         rank = logged[0].rank if logged else None
         members = [*parsed.chain, final]
         phases = _chain_phases(members)
         evidence = [_traceback_evidence(logged, exc, block.bare) for exc in members]
+        if lead_line is not None:
+            evidence[-1] = [lead_line, *evidence[-1]]
         # An exception raised while handling another is a secondary failure (an emergency
         # checkpoint hitting a full disk after a shape error): its exception fact names the line
         # of the one it interrupted, and that one gets an exception fact of its own.
@@ -1088,6 +1108,7 @@ class _BitMap:
         self.metrics |= self.sampled_metrics
         self.loss_scale = mask("detectors", ["loss_scale"])
         self.stopped = mask("detectors", ["stopped"])
+        self.epoch_header = mask("detectors", ["epoch_header"])
         self.printed_nan = mask("detectors", ["printed_nan"])
         self.config = mask("config", CONFIG_TRIGGERS)
         self.records = self.traceback | self.metrics | self.config

@@ -249,6 +249,32 @@ def test_every_operator_reaches_the_engine_in_its_own_spelling(tmp_path: Path) -
     ]
 
 
+def test_not_matches_passes_a_field_that_does_not_match_or_is_missing(tmp_path: Path) -> None:
+    # The same fact must pass one pattern and fail another (a `none` veto cannot say that: it
+    # looks for a second fact). Both tests on one field keep separate flags.
+    path = tmp_path / "not_matches.yaml"
+    path.write_text(
+        "id: nccl.words\ncategory: nccl\ntitle: t\nconfidence: 0.5\nwhen:\n  all:\n"
+        "    - fact: nccl_warn\n"
+        "      where: {message: {matches: 'pickle', not_matches: 'serialization'}}\n"
+        "summary: x\nfixes: [{title: t, command: c}]\n---\n"
+        "id: nccl.absent\ncategory: nccl\ntitle: t\nconfidence: 0.5\nwhen:\n  all:\n"
+        "    - fact: nccl_warn\n      where: {subsystem: {not_matches: 'serialization'}}\n"
+        "summary: x\nfixes: [{title: t, command: c}]\n"
+    )
+    errors: list = []
+    rules = RuleSession(load_file(path, errors))
+    assert errors == []
+    assert fired(rules.assert_fact(fact(1, "nccl_warn", message="cannot pickle"))) == [
+        "nccl.absent",
+        "nccl.words",
+    ]
+    assert fired(rules.assert_fact(fact(2, "nccl_warn", message="pickle in serialization"))) == [
+        "nccl.absent"
+    ]
+    assert fired(rules.assert_fact(fact(3, "nccl_warn", subsystem="serialization"))) == []
+
+
 def test_a_ruleset_is_built_only_when_a_fact_first_goes_to_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -65,6 +65,12 @@ from crashcart.parsers import error_lines
             "error_level",
             "The currently installed NVIDIA graphics driver is unsupported or has known issues.",
         ),
+        (  # ai-toolkit's job runner, after the progress bar it shares a line with
+            "Style:   0%|          | 0/5000 [00:00<?, ?it/s]Error running job: Missing control"
+            " images for QwenImageEditPlusModel",
+            "error_doing",
+            "Missing control images for QwenImageEditPlusModel",
+        ),
     ],
 )
 def test_error_line_forms(line: str, signature: str, message: str) -> None:

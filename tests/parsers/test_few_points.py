@@ -785,3 +785,22 @@ def test_a_progress_percentage_is_not_a_loss_term_that_moves() -> None:
         for s in range(100, 600, 100)
     )
     assert categories(run_text(lines)) == ["loss_plateau"]
+
+
+def test_keras_records_under_their_epoch_headers_are_distinct_records() -> None:
+    # RMDL#12: Keras with verbose=2 prints the epoch on a line of its own and a record that
+    # names no epoch; seven identical records under seven headers are a frozen loss.
+    lines = "".join(
+        f"Epoch {epoch}/300\n - 80s - loss: 14.5063 - acc: 0.1000 - val_loss: 14.5063\n\n"
+        f"Epoch {epoch:05d}: val_acc did not improve from 0.10000\n"
+        for epoch in range(278, 285)
+    )
+    report = run_text(lines)
+    assert categories(report) == ["loss_plateau"]
+    assert "14.5063" in report.diagnoses[0].summary
+
+
+def test_identical_records_without_epoch_headers_stay_quiet() -> None:
+    # The same seven records with no header between them may be one line copied by seven ranks.
+    report = run_text(" - 80s - loss: 14.5063 - acc: 0.1000 - val_loss: 14.5063\n" * 7)
+    assert "loss_plateau" not in categories(report)

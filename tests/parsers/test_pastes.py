@@ -413,6 +413,41 @@ def test_a_logged_message_before_a_cut_traceback_on_its_line_is_read() -> None:
     assert report.diagnoses[0].evidence[0].lineno == 1
 
 
+def test_a_logged_message_lines_above_a_cut_traceback_is_its_message() -> None:
+    # ai-toolkit (ostris/ai-toolkit#34) prints "Error running job: ...", a summary of its jobs,
+    # then the traceback, which the paste cuts before its last line.
+    report = run_text(
+        """\
+        EC Style:   0%|          | 0/4000 [00:00<?, ?it/s]Error running job: cannot pickle 'weakref.ReferenceType' object
+
+        ========================================
+        Result:
+         - 0 completed jobs
+         - 1 failure
+        ========================================
+        Traceback (most recent call last):
+          File "D:\\ai-toolkit\\run.py", line 86, in main
+            raise e
+        """
+    )
+    (fact,) = [f for f in report.facts if f["kind"] == "exception"]
+    assert fact["cut"] and fact["message"] == "cannot pickle 'weakref.ReferenceType' object"
+    assert categories(report) == ["dataloader_worker"]
+    assert [line.lineno for line in report.diagnoses[0].evidence][:2] == [1, 8]
+
+
+def test_a_logged_error_far_above_a_cut_traceback_is_not_its_message() -> None:
+    report = run_text(
+        "ERROR: could not reach the metrics server: retried\n"
+        + "step 1 loss 0.5\n" * 60
+        + "Traceback (most recent call last):\n"
+        + '  File "/root/ai-toolkit/run.py", line 108, in main\n'
+        + "    raise e\n"
+    )
+    (fact,) = [f for f in report.facts if f["kind"] == "exception"]
+    assert fact["cut"] and fact["message"] == ""
+
+
 def test_a_cut_worker_traceback_is_the_tail_of_the_error_above_it() -> None:
     report = run_text(
         """\
