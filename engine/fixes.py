@@ -119,6 +119,18 @@ SETTINGS: dict[str, dict[str, tuple[str, str]]] = {
         "pytorch": ("num_workers", "DataLoader(dataset, num_workers={v})"),
     },
 }
+#: The same for fp16 (the table above spells bf16, which most precision fixes ask for): flags
+#: and config keys are named after the format, not after a value.
+FP16_PRECISION: dict[str, tuple[str, str]] = {
+    "hf": ("fp16", "--fp16 --bf16 False"),
+    "deepspeed": ("fp16", '"fp16": {"enabled": true}, "bf16": {"enabled": false}'),
+    "megatron": ("fp16", "--fp16"),
+    "lightning": ("precision", 'Trainer(precision="16-mixed")'),
+    "pytorch": (
+        "autocast dtype",
+        "scaler = torch.amp.GradScaler(); with torch.autocast('cuda', dtype=torch.float16): ...",
+    ),
+}
 # Where the framework has no entry for a setting, the plain-PyTorch form is the useful answer.
 _FALLBACK = {"accelerate": "hf", "megatron": "pytorch"}
 
@@ -194,8 +206,10 @@ def _relative(op: str, current: Any, setting: str) -> Any:
     return None
 
 
-def _setting_form(setting: str, framework: str) -> tuple[str, str]:
+def _setting_form(setting: str, framework: str, wanted: Any = None) -> tuple[str, str]:
     forms = SETTINGS[setting]
+    if setting == "precision" and wanted == "fp16":
+        forms = {**forms, **FP16_PRECISION}
     return (
         forms.get(framework) or forms.get(_FALLBACK.get(framework, "pytorch")) or forms["pytorch"]
     )
@@ -223,7 +237,7 @@ def render_fix(
         lines, changes, prose = [], [], []
         new_values: dict[str, Any] = {}
         for setting, wanted in spec["set"].items():
-            name, form = _setting_form(setting, framework)
+            name, form = _setting_form(setting, framework, wanted)
             current = config.get(setting)
             if wanted in _PHRASES:
                 value = _relative(wanted, current, setting)

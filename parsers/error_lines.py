@@ -60,6 +60,9 @@ TRIGGERS: dict[str, str] = {
     # ``Error running job: Control image is required ...``, ``Error processing image: ...``.
     "error_doing": r"(?:^|[\s\]>|])Error (?:while |when )?[a-z]+ing\b[^:\n]{0,60}: \S",
     "error_in": r"\berror in [\w.:]+: ",
+    # TensorFlow's kernel that failed, logged at W level before Python sees the error:
+    # ``OP_REQUIRES failed at xla_ops.cc:446 : INTERNAL: libdevice not found at ./libdevice.10.bc``.
+    "tf_op_failed": r"OP_REQUIRES failed at \S+ : [A-Za-z][A-Za-z_ ]{2,30}: ",
     "thc_check": r"THCudaCheck FAIL",
     "cxx_raised": r"Exception raised from \S+ at ",
     "nccl_warn_failure": _NCCL_FAILURE,
@@ -76,6 +79,7 @@ SIGNATURE_NAMES = {
     "error_doing": "a logged error",
     "last_logged": "a logged error on the log's last line",
     "error_in": "an error in a native function",
+    "tf_op_failed": "a TensorFlow kernel that failed",
     "thc_check": "a failed CUDA check (THCudaCheck)",
     "cxx_raised": "a C++ exception",
     "nccl_warn_failure": "an NCCL failure",
@@ -85,7 +89,15 @@ SIGNATURE_NAMES = {
 }
 #: Signatures that show a failure by their form alone; a logger's ERROR may be routine.
 FAILURE_SIGNATURES = frozenset(
-    {"error_in", "thc_check", "cxx_raised", "nccl_warn_failure", "nccl_trace", "last_logged"}
+    {
+        "error_in",
+        "thc_check",
+        "cxx_raised",
+        "nccl_warn_failure",
+        "nccl_trace",
+        "last_logged",
+        "tf_op_failed",
+    }
 )
 #: Signatures of a logger's report, routine in the middle of a run.
 LOGGED_SIGNATURES = frozenset({"error_level", "error_doing"})
@@ -103,6 +115,11 @@ _COMPILED = {name: lazy_compile(rx) for name, rx in TRIGGERS.items()}
 _LEVEL_MESSAGE = lazy_compile(
     rf"{_LEVEL}[^\w(]{{0,4}}(?:[\w.]+:\d*\s*-*\s*|\([\w.]+\)\s*)?(?P<message>.*)"
 )
+_TF_OP_FAILED = lazy_compile(
+    r"OP_REQUIRES failed at \S+ : (?P<code>[A-Za-z][A-Za-z_ ]{2,30}): (?P<message>.*)"
+)
+#: Status codes an op returns in a healthy run: an iterator's end of sequence, a cancelled step.
+_TF_ROUTINE = lazy_compile(r"(?i)out[ _]of[ _]range$|cancelled$")
 _DOING_MESSAGE = lazy_compile(r"Error (?:while |when )?[a-z]+ing\b[^:\n]{0,60}: (?P<message>.*)")
 _TRAILING_LEVEL = lazy_compile(rf"(?:{_GLOG}[^\]]*\]|{_RAY}|{_C10}|{_KIT})\s*(?P<message>.*)")
 #: Routine lines that carry the word: a run that prints its error count, a retry it survived.
@@ -115,6 +132,11 @@ def _message(signature: str, text: str) -> str:
     if signature == "error_level":
         match = _TRAILING_LEVEL.search(text) or _LEVEL_MESSAGE.search(text)
         return match["message"].strip() if match else text.strip()
+    if signature == "tf_op_failed":
+        match = _TF_OP_FAILED.search(text)
+        if match is None or _TF_ROUTINE.match(match["code"]):
+            return ""  # a dataset iterator's end, a cancelled step: routine
+        return f"{match['code']}: {match['message'].strip()}"
     if signature == "error_doing":
         match = _DOING_MESSAGE.search(text)
         return match["message"].strip() if match else ""

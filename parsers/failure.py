@@ -12,6 +12,7 @@ traceback at all. Real examples::
     Segmentation fault (core dumped)
     Fatal Python error: Aborted
     [1]    31337 killed     python train.py
+    ./train.sh: line 60: 11880 Killed                  python3 train.py
     mpirun noticed that process rank 7 with PID 0 on node n1 exited on signal 9 (Killed).
     subprocess.CalledProcessError: Command '['python', 'train.py']' returned non-zero exit status 1.
     [2023-05-01 12:00:03,114] [ERROR] [launch.py:434:sigkill_handler] exits with return code = -11
@@ -63,7 +64,12 @@ _CORE_SIGNAL = (
     r"(segmentation fault|bus error|aborted|abort trap|floating point exception|illegal instruction)"
     r"(?: \(core dumped\)|: \d+)?"  # macOS's shell: "Abort trap: 6"
 )
-_SHELL = r"\[\d+\]\s+\d+ (killed|segmentation fault|abort|bus error)\s"
+# A shell's report of a job it ran: zsh's "[1]    31337 killed     python train.py", bash's
+# "./train.sh: line 60: 11880 Killed    python3 train.py", dash's "./train.sh: 60: 11880 killed".
+_SHELL = (
+    r"(?:\[\d+\]\s+\d+|^\S+: (?:line )?\s*\d+:\s+\d+)"
+    r" ([Kk]illed|[Ss]egmentation fault|[Aa]bort(?:ed)?|[Bb]us error)\s"
+)
 _HANDLER = r"\] Signal: [A-Z][a-z][\w ]* \((\d+)\)"
 _RECEIVED = (
     r"(?:received|caught|got|with|by|exited on) signal:? (?:(\d+)|(SIG[A-Z]+))"

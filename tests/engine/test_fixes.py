@@ -133,3 +133,17 @@ def test_every_rule_code_is_python() -> None:
             if "code" in fix:
                 text = re.sub(r"\{[^{}]+\}", "x", fix["code"].replace("[[", "").replace("]]", ""))
                 ast.parse(text)  # raises SyntaxError naming the line
+
+
+@pytest.mark.parametrize(
+    ("framework", "patch"),
+    [
+        ("hf", "--fp16 --bf16 False"),
+        ("deepspeed", '"fp16": {"enabled": true}, "bf16": {"enabled": false}'),
+        ("lightning", 'Trainer(precision="16-mixed")'),
+    ],
+)
+def test_fp16_is_spelled_as_fp16_not_as_bf16(framework: str, patch: str) -> None:
+    # A GPU without bf16 (cuda_setup.precision_unsupported) is told to use fp16.
+    fix = render_fix({"title": "t", "set": {"precision": "fp16"}}, {}, {"framework": framework})
+    assert fix["patch"] == patch

@@ -71,6 +71,13 @@ from crashcart.parsers import error_lines
             "error_doing",
             "Missing control images for QwenImageEditPlusModel",
         ),
+        (  # TensorFlow's XLA without CUDA's libdevice (sleap#1485)
+            "2023-09-14 08:17:07.669298: W tensorflow/core/framework/op_kernel.cc:1830]"
+            " OP_REQUIRES failed at xla_ops.cc:446 : INTERNAL: libdevice not found at"
+            " ./libdevice.10.bc",
+            "tf_op_failed",
+            "INTERNAL: libdevice not found at ./libdevice.10.bc",
+        ),
     ],
 )
 def test_error_line_forms(line: str, signature: str, message: str) -> None:
@@ -98,6 +105,9 @@ def test_error_line_forms(line: str, signature: str, message: str) -> None:
         "2022-04-29 10:30:55.950484: W tensorflow/stream_executor/platform/default/dso_loader.cc:64]"
         " Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot"
         " open shared object file",
+        # A tf.data iterator that reached its end: every epoch of a healthy run logs it.
+        "2021-03-01 10:00:00.1: W tensorflow/core/framework/op_kernel.cc:1767] OP_REQUIRES failed"
+        " at iterator_ops.cc:1000 : OUT_OF_RANGE: End of sequence",
     ],
 )
 def test_not_error_lines(line: str) -> None:

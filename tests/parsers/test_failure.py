@@ -79,6 +79,14 @@ def test_code_warnings_and_prose_are_not_exceptions(line: str) -> None:
         ("Segmentation fault (core dumped)", "SIGSEGV", None),
         ("Fatal Python error: Aborted", "SIGABRT", None),
         ("[1]    31337 killed     python train.py", "SIGKILL", None),
+        # bash and dash report a job of a script they ran (a TF Object Detection train.sh).
+        ("./train.sh: line 60: 11880 Killed                  python3 train.py", "SIGKILL", None),
+        ("./train.sh:  60: 11880 killed              PYTHONPATH=x python3 t.py", "SIGKILL", None),
+        (
+            "run.sh: line 3:  4242 Segmentation fault      (core dumped) python t.py",
+            "SIGSEGV",
+            None,
+        ),
         ("[ERROR] [launch.py:434:sigkill_handler] exits with return code = -11", "SIGSEGV", -11),
         ("Process finished with exit code 137 (interrupted by signal 9: SIGKILL)", "SIGKILL", 137),
         ("[149-130-218-240:10948] Signal: Aborted (6)", "SIGABRT", None),

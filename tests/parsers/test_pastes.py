@@ -265,6 +265,40 @@ def test_a_traceback_cut_right_after_its_header_is_never_silent() -> None:
             " (/content/tabpfn/src/tabpfn/model/loading.py)",
             "import_error",
         ),
+        # TensorFlow's wordings of the same categories (batch-98's families)
+        (
+            "tensorflow.python.framework.errors_impl.InvalidArgumentError:  Received a label value"
+            " of 66908 which is outside the valid range of [0, 66908).  Label values: 1 5",
+            "cuda_device_assert",
+        ),
+        (
+            "ValueError: Failed to convert a NumPy array to a Tensor (Unsupported object type"
+            " float).",
+            "dtype_mismatch",
+        ),
+        (
+            "ValueError: Dimensions must be equal, but are 19 and 39 for '{{node Equal}} = Equal"
+            "[T=DT_INT64]' with input shapes: [?,19], [?,39].",
+            "shape_mismatch",
+        ),
+        (
+            "tensorflow.python.framework.errors_impl.InvalidArgumentError: Invalid JPEG data or"
+            " crop window, data size 32768",
+            "data_error",
+        ),
+        # CUDA spelled GPU: the device vocabulary reads it (cell2location on pyro, scvi#926)
+        (
+            "RuntimeError: Tensor for 'out' is on CPU, Tensor for argument #1 'self' is on CPU,"
+            " but expected them to be on GPU (while checking arguments for addmm)",
+            "device_mismatch",
+        ),
+        # XLA's HLO names a broadcast op: no collective (pytorch/xla#2918)
+        (
+            "RuntimeError: Internal: Seen floating point types of different precisions in"
+            " %batch-norm-grad.5797 = (f32[8192]{0} %broadcast.5779, f64[1,8192,768]{2,1,0}"
+            " %reshape.5789), but mixed precision is disallowed.",
+            "dtype_mismatch",
+        ),
     ],
 )
 def test_the_words_of_a_message_name_its_category(message: str, category: str) -> None:
@@ -496,3 +530,15 @@ def test_an_ipython_traceback_inside_pytest_output_is_read() -> None:
         """
     )
     assert categories(report) == ["import_error"]
+
+
+def test_a_warning_that_speaks_of_nan_losses_is_no_nan_loss() -> None:
+    # ultralytics#1348: the AMP self-check fails, AMP is turned off, training goes on in fp32.
+    report = run_text(
+        "AMP: checks failed . Anomalies were detected with AMP on your system that may lead to"
+        " NaN losses or zero-mAP results, so AMP will be disabled during training.\n"
+        "      1/500      2.91G      1.523      2.871      1.312         38        640\n"
+    )
+    assert "nan_loss" not in categories(report)
+    stopped = run_text("Epoch 3: NaN loss detected, stopping training.\n")
+    assert categories(stopped)[:1] == ["nan_loss"]
