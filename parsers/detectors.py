@@ -40,6 +40,8 @@ TRIGGERS = {
         r"(?i)Skipping step|loss scale already at minimum|Minimum loss scale reached|Grad scale is small"
         r"|gradient overflow|OVERFLOW!|Reducing dynamic loss scale"
         r"|(?:setting|reducing) loss scale to|decreased lg_loss_scale to"
+        # PaddlePaddle's AMP: "Found inf or nan, current scale is: 2.84e-14, decrease to: ..."
+        r"|Found inf or nan, current scale is:"
     ),
     # The run was stopped from outside (a scheduler's time limit, a person's Ctrl-C): after a
     # silence this marks a hang that someone gave up on, so a shorter silence is enough.
@@ -74,7 +76,7 @@ TRIGGERS = {
 _SCALE = lazy_compile(
     r"(?i)(?:reduced to|reducing to|(?:setting|reducing) loss scale to:?"
     r"|Minimum loss scale reached \("
-    r"|loss scale from \S+ to|Grad scale is small:)\s*"
+    r"|loss scale from \S+ to|Grad scale is small:|Found inf or nan, current scale is:)\s*"
     r"(?P<scale>\d+(?:\.\d*)?(?:e[-+]?\d+)?)"
 )
 #: guided-diffusion and the codebases built on it print the scale's log2, lowered by 1 per NaN.
@@ -514,8 +516,8 @@ class SeriesTracker:
             fields["lg_scale"] = lg["lg"]
         elif scale is not None:
             fields["scale"] = scale
-        if self._first_scale is not None:
-            fields["first_scale"] = self._first_scale
+        if self._first_scale is not None and self._first_scale != scale:
+            fields["first_scale"] = self._first_scale  # where it fell from, when the log shows it
         if self.last_step is not None:
             fields["step"] = int(self.last_step)
         return [Draft("loss_scale_collapse", fields)]

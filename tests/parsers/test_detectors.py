@@ -83,6 +83,19 @@ def test_a_scale_below_every_scalers_floor_has_collapsed_at_first_sight() -> Non
     assert SeriesTracker().loss_scale("Grad scale is small: 0.5") == []
 
 
+def test_paddles_scale_is_read_and_not_said_to_fall_from_itself() -> None:
+    # PaddleOCR#6848: Paddle's AMP prints the scale before each halving.
+    tracker = SeriesTracker()
+    drafts = tracker.loss_scale(
+        "Found inf or nan, current scale is: 2.842170943040401e-14, decrease to:"
+        " 2.842170943040401e-14*0.5"
+    )
+    assert drafts[0].kind == "loss_scale_collapse"
+    assert drafts[0].fields["scale"] == 2.842170943040401e-14
+    assert "first_scale" not in drafts[0].fields
+    assert SeriesTracker().loss_scale("Found inf or nan, current scale is: 32768.0, decrease") == []
+
+
 def test_guided_diffusions_log2_scale_is_judged_and_quoted_as_printed() -> None:
     # openai/guided-diffusion#50: the scale's log2 falls by one for each NaN step.
     tracker = SeriesTracker()

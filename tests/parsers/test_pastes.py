@@ -292,6 +292,12 @@ def test_a_traceback_cut_right_after_its_header_is_never_silent() -> None:
             " but expected them to be on GPU (while checking arguments for addmm)",
             "device_mismatch",
         ),
+        # Caffe's glog check on a CUDA call (hf-fcn#7)
+        (
+            "F1025 17:11:54.660645  1436 syncedmem.cpp:58] Check failed: error == cudaSuccess (2"
+            " vs. 0)  out of memory",
+            "cuda_oom",
+        ),
         # XLA's HLO names a broadcast op: no collective (pytorch/xla#2918)
         (
             "RuntimeError: Internal: Seen floating point types of different precisions in"
