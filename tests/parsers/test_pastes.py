@@ -453,7 +453,7 @@ def test_a_logged_message_before_a_cut_traceback_on_its_line_is_read() -> None:
     assert report.diagnoses[0].evidence[0].lineno == 1
 
 
-def test_a_logged_message_lines_above_a_cut_traceback_is_its_message() -> None:
+def test_a_logged_message_a_few_lines_above_a_cut_traceback_is_its_message() -> None:
     # ai-toolkit (ostris/ai-toolkit#34) prints "Error running job: ...", a summary of its jobs,
     # then the traceback, which the paste cuts before its last line.
     report = run_text(
