@@ -155,7 +155,8 @@ def _condition(rule: Rule, condition: Condition, first: str | None) -> dict[str,
     if condition.fact == "line":
         tests.append({"pattern": line_pattern_id(rule, condition)})
     for field, test in condition.where.items():
-        flags = {op: match_flag(rule, condition, field, op) for op in REGEX_OPERATORS}
+        regex_ops = [op for op in REGEX_OPERATORS if isinstance(test, dict) and op in test]
+        flags = {op: match_flag(rule, condition, field, op) for op in regex_ops}
         tests.extend(_test(field, test, flags))
     if first and first != condition.name:
         for field in condition.same:

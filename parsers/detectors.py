@@ -51,7 +51,7 @@ TRIGGERS = {
     ),
     # Keras prints the epoch on a line of its own above the epoch's record (``Epoch 278/300``,
     # then `` - 80s - loss: 14.5063 - acc: 0.1000``), which names no epoch or step.
-    "epoch_header": r"^[ \t]*Epoch \d+/\d+[ \t]*$",
+    "epoch_header": r"^[ \t]*Epoch (\d+)/\d+[ \t]*$",
     # Values printed with print(): a tensor (or one row of it) that is all NaN, or a line that
     # is only ``nan`` (print(loss.item())), after a step count (print(step, loss.item())). Real
     # logs print nothing else that way.
@@ -108,7 +108,7 @@ _NAMED_NAN_RECORD = lazy_compile(f"(?i){_NAMED_NAN_RECORD_PATTERN}")
 _NAN_ROW = lazy_compile(_NAN_ROW_PATTERN)
 # The module's triggers share one prefilter bit: each handler checks its own line again.
 STOPPED = lazy_compile(TRIGGERS["stopped"])
-_EPOCH_HEADER = lazy_compile(r"^[ \t]*Epoch (?P<epoch>\d+)/\d+[ \t]*$")
+_EPOCH_HEADER = lazy_compile(TRIGGERS["epoch_header"])
 _PRINTED_NAN = lazy_compile(TRIGGERS["printed_nan"])
 SERIES_CAPACITY = 2048
 #: Records of a stretch of zero learning rates kept to judge it.
@@ -207,7 +207,7 @@ class SeriesTracker:
         epochs read as distinct records, not as one line copied by several ranks."""
         match = _EPOCH_HEADER.search(text)
         if match is not None:
-            self._header_epoch = float(match["epoch"])
+            self._header_epoch = float(match.group(1))
 
     def restarts(self, metrics: dict[str, float]) -> bool:
         """Whether a metric line's epoch went back to where this run began, after at least

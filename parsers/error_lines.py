@@ -54,15 +54,21 @@ _STRERROR = (
     r"|Stale file handle"
 )
 
+#: A report capitalised like a sentence: "Error running job: ", "Error while loading state: ".
+_DOING = r"Error (?:while |when )?[a-z]+ing\b[^:\n]{0,60}: "
+#: TensorFlow's failed kernel and the status code it returned: "OP_REQUIRES failed at
+#: xla_ops.cc:446 : INTERNAL: ".
+_OP_FAILED = r"OP_REQUIRES failed at \S+ : (?P<code>[A-Za-z][A-Za-z_ ]{2,30}): "
+
 TRIGGERS: dict[str, str] = {
     "error_level": rf"(?:^|[\s\[|(:]){_LEVEL}(?:[\s\]|:)-]|$)|{_GLOG}|{_RAY}|{_C10}|{_KIT}",
     # A job runner's or a loader's own report, capitalised like a sentence: ai-toolkit's
     # ``Error running job: Control image is required ...``, ``Error processing image: ...``.
-    "error_doing": r"(?:^|[\s\]>|])Error (?:while |when )?[a-z]+ing\b[^:\n]{0,60}: \S",
+    "error_doing": rf"(?:^|[\s\]>|]){_DOING}\S",
     "error_in": r"\berror in [\w.:]+: ",
     # TensorFlow's kernel that failed, logged at W level before Python sees the error:
     # ``OP_REQUIRES failed at xla_ops.cc:446 : INTERNAL: libdevice not found at ./libdevice.10.bc``.
-    "tf_op_failed": r"OP_REQUIRES failed at \S+ : [A-Za-z][A-Za-z_ ]{2,30}: ",
+    "tf_op_failed": _OP_FAILED,
     "thc_check": r"THCudaCheck FAIL",
     "cxx_raised": r"Exception raised from \S+ at ",
     "nccl_warn_failure": _NCCL_FAILURE,
@@ -115,12 +121,10 @@ _COMPILED = {name: lazy_compile(rx) for name, rx in TRIGGERS.items()}
 _LEVEL_MESSAGE = lazy_compile(
     rf"{_LEVEL}[^\w(]{{0,4}}(?:[\w.]+:\d*\s*-*\s*|\([\w.]+\)\s*)?(?P<message>.*)"
 )
-_TF_OP_FAILED = lazy_compile(
-    r"OP_REQUIRES failed at \S+ : (?P<code>[A-Za-z][A-Za-z_ ]{2,30}): (?P<message>.*)"
-)
+_TF_OP_FAILED = lazy_compile(rf"{_OP_FAILED}(?P<message>.*)")
 #: Status codes an op returns in a healthy run: an iterator's end of sequence, a cancelled step.
 _TF_ROUTINE = lazy_compile(r"(?i)out[ _]of[ _]range$|cancelled$")
-_DOING_MESSAGE = lazy_compile(r"Error (?:while |when )?[a-z]+ing\b[^:\n]{0,60}: (?P<message>.*)")
+_DOING_MESSAGE = lazy_compile(rf"{_DOING}(?P<message>.*)")
 _TRAILING_LEVEL = lazy_compile(rf"(?:{_GLOG}[^\]]*\]|{_RAY}|{_C10}|{_KIT})\s*(?P<message>.*)")
 #: Routine lines that carry the word: a run that prints its error count, a retry it survived.
 _ROUTINE = lazy_compile(r"(?i)\b(?:0 errors?|no errors?|errors?: 0|warn(?:ing)?:|retry|retrying)\b")

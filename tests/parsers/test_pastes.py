@@ -292,6 +292,12 @@ def test_a_traceback_cut_right_after_its_header_is_never_silent() -> None:
             " but expected them to be on GPU (while checking arguments for addmm)",
             "device_mismatch",
         ),
+        # torch.load's legacy reader on a file cut short (hgl-pytorch#2)
+        (
+            "RuntimeError: unexpected EOF, expected 4859355 more bytes. The file might be"
+            " corrupted.",
+            "checkpoint_load",
+        ),
         # Caffe's glog check on a CUDA call (hf-fcn#7)
         (
             "F1025 17:11:54.660645  1436 syncedmem.cpp:58] Check failed: error == cudaSuccess (2"
