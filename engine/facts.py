@@ -210,6 +210,8 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "frozen_records": "records at the end that printed exactly the same loss",
         "last_text": "the last loss as printed (frozen and chance-level plateaus)",
         "best_text": "the lowest loss as printed (chance-level plateaus)",
+        "accuracy_text": "the accuracy printed beside the last loss, as printed, when it is at"
+        " chance too",
     },
     "lr_zero": {
         "metric": "loss",

@@ -274,6 +274,67 @@ def hovering_at_chance(name: str, points: list[Point]) -> Draft | None:
     return None
 
 
+@dataclass(slots=True)
+class ScoredRecord:
+    """A record that printed an accuracy beside its loss."""
+
+    loss: Point
+    accuracy: float
+
+
+#: Class counts an accuracy beside a loss is compared with: the usual small label sets, and
+#: CIFAR-100's and ImageNet's.
+_PAIR_CLASS_COUNTS = (*range(2, 21), 100, 1000)
+#: How near chance each of the pair must be: the loss within 2% of ln k, the accuracy within 20%
+#: of 1/k. Either alone is looser than :func:`at_chance` allows a loss (a noisy 2.311 is 0.4% off
+#: ln 10); the two together are what a uniform guess prints, and nothing that learns does.
+PAIR_LOSS_TOLERANCE, PAIR_ACCURACY_TOLERANCE = 0.02, 0.2
+
+
+def _fraction(accuracy: float) -> float:
+    """An accuracy as a fraction (``val_acc: 50.00`` is a percentage)."""
+    return accuracy / 100 if accuracy > 1 else accuracy
+
+
+def _paired_at_chance(record: ScoredRecord, classes: int) -> bool:
+    loss, accuracy = math.log(classes), 1 / classes
+    return (
+        abs(record.loss.value - loss) <= PAIR_LOSS_TOLERANCE * loss
+        and abs(_fraction(record.accuracy) - accuracy) <= PAIR_ACCURACY_TOLERANCE * accuracy
+    )
+
+
+def accuracy_at_chance(
+    name: str, records: list[ScoredRecord], evaluation: bool = False
+) -> Draft | None:
+    """The last records print an accuracy at 1/k beside a loss at ln k (``val_loss: 0.6930 -
+    val_accuracy: 0.5000`` epoch after epoch, ``Acc. 0.0906 - Loss 2.311``): predictions no
+    better than a uniform guess over k classes. Training records count once past the run's
+    first steps (every classifier starts there); evaluations come after training anyway."""
+    tail = records[-FEW_POINTS:]
+    if len(tail) < FEW_POINTS:
+        return None
+    first = tail[0].loss
+    started = first.step is not None and first.step >= _PAST_START_STEP
+    started = started or (first.epoch is not None and first.epoch >= _PAST_START_EPOCH)
+    if not (started or evaluation):
+        return None
+    for classes in _PAIR_CLASS_COUNTS:
+        if all(_paired_at_chance(record, classes) for record in tail):
+            start = len(records)
+            while start and _paired_at_chance(records[start - 1], classes):
+                start -= 1
+            stretch = records[start:]
+            return _plateau_draft(
+                name,
+                [record.loss for record in stretch],
+                improvement_pct=0.0,
+                chance_classes=classes,
+                accuracy_text=printed(stretch[-1].accuracy),
+            )
+    return None
+
+
 #: Records in a row with the same loss that show the weights no longer change: a value printed
 #: with three significant digits or more repeats by chance almost never; a loss of exactly
 #: zero needs more of them.

@@ -107,6 +107,66 @@ def test_a_loss_at_chance_in_the_first_steps_is_where_every_run_starts() -> None
     assert categories(run_text(later)) == ["loss_plateau"]
 
 
+def test_a_loss_at_ln_k_beside_an_accuracy_at_1_over_k_is_chance() -> None:
+    # pytorch-pretrained-BERT#566: ten classes, the loss 0.4% above ln 10 and drifting, the
+    # accuracy under 0.1 (a loss this far from ln 10 alone is not read as chance).
+    report = run_text(
+        "".join(
+            f"Epoch 1 - Batch {1600 * i}/287417 - Training Acc. {acc} - Training Loss {loss}\n"
+            for i, (acc, loss) in enumerate(
+                [(0.106250, 2.295977), (0.093125, 2.307725), (0.091458, 2.310017)]
+                + [(0.090625, 2.311030), (0.090083, 2.311357)],
+                start=1,
+            )
+        )
+    )
+    assert [d.rule for d in report.diagnoses] == ["loss_plateau.accuracy_at_chance"]
+    assert "(last 2.311357)" in report.diagnoses[0].summary
+    assert "(last 0.090083)" in report.diagnoses[0].summary
+
+
+def test_keras_validation_at_chance_is_read_from_its_epoch_records() -> None:
+    # rwf2000 (Keras): val_loss at ln 2 and val_accuracy 0.5 epoch after epoch.
+    lines = "".join(
+        f"Epoch {epoch}/30\n200/200 [====] - 4889s 24s/step - loss: {loss} - accuracy: {acc}"
+        f" - val_loss: {val_loss} - val_accuracy: {val_acc} - lr: 0.0100\n"
+        for epoch, loss, acc, val_loss, val_acc in [
+            (1, 0.7078, 0.4938, 0.6930, 0.5000),
+            (2, 0.6959, 0.4938, 0.6947, 0.5000),
+            (3, 0.6947, 0.5194, 0.7013, 0.5000),
+            (4, 0.6857, 0.5612, 0.6876, 0.5000),
+        ]
+    )
+    assert categories(run_text(lines)) == ["loss_plateau"]
+
+
+def test_an_accuracy_that_climbs_off_chance_is_a_model_learning() -> None:
+    # The same run had it learned: the loss leaves ln 2 and the accuracy rises with it.
+    lines = "".join(
+        f"Epoch {epoch}/30\n200/200 [====] - 4889s 24s/step - loss: {loss} - accuracy: {acc}\n"
+        for epoch, loss, acc in [
+            (1, 0.6931, 0.50),
+            (2, 0.6902, 0.55),
+            (3, 0.62, 0.68),
+            (4, 0.51, 0.77),
+        ]
+    )
+    assert categories(run_text(lines)) == []
+    # At chance in the first steps of a run is where every classifier starts.
+    early = "".join(
+        f"step {s} loss {loss} acc 0.5000\n"
+        for s, loss in [(10, 0.6925), (20, 0.6938), (30, 0.6931), (40, 0.6940)]
+    )
+    assert categories(run_text(early)) == []
+
+
+def test_an_accuracy_at_chance_beside_a_loss_off_ln_k_is_no_finding() -> None:
+    # An imbalanced binary task: the majority class gives 0.5 accuracy only by coincidence and
+    # the loss (0.60) is well under ln 2; nothing says the model guesses uniformly.
+    lines = "".join(f"Epoch {e} - loss: 0.60 - acc: 0.50\n" for e in (3, 4, 5, 6))
+    assert categories(run_text(lines)) == []
+
+
 def test_a_loss_no_healthy_run_reaches_is_an_explosion() -> None:
     report = run_text(
         """\

@@ -37,7 +37,13 @@ from crashcart.parsers.metrics import parse_metrics
         ("{'eval_loss': 1.9, 'eval_runtime': 3.2, 'epoch': 1.0}", {"eval_loss": 1.9, "epoch": 1.0}),
         (
             "Epoch=3,Loss:0.349681437,Accuracy:0.8475,Valid Loss:0.514342368,Valid Accuracy:0.7628",
-            {"epoch": 3, "loss": 0.349681437, "eval_loss": 0.514342368},
+            {
+                "epoch": 3,
+                "loss": 0.349681437,
+                "accuracy": 0.8475,
+                "eval_loss": 0.514342368,
+                "eval_accuracy": 0.7628,
+            },
         ),
         (  # TensorFlowTTS's FastSpeech 2: the mel loss before the postnet
             "INFO: (Step: 95400) train_mel_loss_before = 0.4213.",
