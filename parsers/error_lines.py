@@ -54,8 +54,10 @@ _STRERROR = (
     r"|Stale file handle"
 )
 
-#: A report capitalised like a sentence: "Error running job: ", "Error while loading state: ".
-_DOING = r"Error (?:while |when )?[a-z]+ing\b[^:\n]{0,60}: "
+#: A report capitalised like a sentence: "Error running job: ", "Error while loading state: ",
+#: and the trainer's of Chainer and its heirs (ESPnet 1, PaddleSpeech): "Exception in main
+#: training loop: ".
+_DOING = r"(?:Error (?:while |when )?[a-z]+ing\b[^:\n]{0,60}|Exception in main training loop): "
 #: TensorFlow's failed kernel and the status code it returned: "OP_REQUIRES failed at
 #: xla_ops.cc:446 : INTERNAL: ".
 _OP_FAILED = r"OP_REQUIRES failed at \S+ : (?P<code>[A-Za-z][A-Za-z_ ]{2,30}): "

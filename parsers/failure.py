@@ -33,6 +33,10 @@ from typing import Any
 from .base import Draft, never_raises
 from .lazy import lazy_compile
 
+#: macOS's C++ runtime says it in one line: "libc++abi: terminating with uncaught exception of
+#: type std::length_error: vector" (newer libc++: "terminating due to uncaught exception of type
+#: std::runtime_error: [METAL] ..."), then the shell's "Abort trap: 6".
+_LIBCXXABI_WORDS = r"terminating (?:with|due to) uncaught exception of type "
 #: Lines that may hold an exception without a traceback (read by the extractor, not by parse).
 EXCEPTION_TRIGGERS: dict[str, str] = {
     "exception_line": (
@@ -42,9 +46,7 @@ EXCEPTION_TRIGGERS: dict[str, str] = {
     "exception_plain": r"(?:^|[^\w.])Exception: ",
     "cxx_terminate": r"terminate called after throwing an instance of",
     "cxx_what": r"what\(\): ",
-    # macOS's C++ runtime says it in one line: "libc++abi: terminating with uncaught exception
-    # of type std::length_error: vector" (then the shell's "Abort trap: 6").
-    "cxx_libcxxabi": r"terminating with uncaught exception of type ",
+    "cxx_libcxxabi": _LIBCXXABI_WORDS,
     "exception_ignored": (
         r"Exception ignored in|Found from :\s*$|--- Logging error ---|^\s*Call stack:\s*$"
     ),
@@ -125,9 +127,7 @@ _MAX_PREAMBLE = 120
 _NOT_AN_ERROR = lazy_compile(r"(?i)warn|\braise\b|\bexcept\b|\bcatch|\bignor|\bhandl|\bretry")
 _CXX_TYPE = lazy_compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
 _CXX_WHAT = lazy_compile(r"^\s*what\(\):\s*(?P<message>.*)$")
-_LIBCXXABI = lazy_compile(
-    r"terminating with uncaught exception of type (?P<type>[\w:<>, ]+?)(?:: (?P<message>.*))?$"
-)
+_LIBCXXABI = lazy_compile(_LIBCXXABI_WORDS + r"(?P<type>[\w:<>, ]+?)(?:: (?P<message>.*))?$")
 
 _SIGNAL_NAMES = {
     "segmentation fault": "SIGSEGV",

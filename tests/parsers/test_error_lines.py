@@ -71,6 +71,13 @@ from crashcart.parsers import error_lines
             "error_doing",
             "Missing control images for QwenImageEditPlusModel",
         ),
+        (  # Chainer's trainer and its heirs (PaddleSpeech#3694, ESPnet 1)
+            "Exception in main training loop: Variable Shape not match, Variable [ w_0_moment1_0 ]"
+            " need tensor with shape [] but load set tensor with shape [1]",
+            "error_doing",
+            "Variable Shape not match, Variable [ w_0_moment1_0 ] need tensor with shape [] but load"
+            " set tensor with shape [1]",
+        ),
         (  # TensorFlow's XLA without CUDA's libdevice (sleap#1485)
             "2023-09-14 08:17:07.669298: W tensorflow/core/framework/op_kernel.cc:1830]"
             " OP_REQUIRES failed at xla_ops.cc:446 : INTERNAL: libdevice not found at"

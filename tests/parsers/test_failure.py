@@ -46,6 +46,11 @@ from tests.conftest import categories, run_text
             "libc++abi.dylib: terminating with uncaught exception of type c10::Error",
             "c10::Error",
         ),
+        (  # newer libc++ words it "due to" (mlx-examples#481, Metal out of memory)
+            "libc++abi: terminating due to uncaught exception of type std::runtime_error: [METAL]"
+            " Command buffer execution failed: Insufficient Memory",
+            "std::runtime_error: [METAL] Command buffer execution failed: Insufficient Memory",
+        ),
         (  # the repr spaCy prints after "Encountered exception:", wrapped (spaCy#8093)
             "OutOfMemoryError('Out of memory allocating 3,327,510,528 bytes (allocated so",
             "OutOfMemoryError: Out of memory allocating 3,327,510,528 bytes (allocated so",
