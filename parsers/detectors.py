@@ -26,8 +26,9 @@ from .base import Draft
 from .lazy import lazy_compile
 from .lines import LogLine
 
-#: A value named and printed NaN (``D_A: nan``, ``cycle_A=nan``), and a record of three of them.
-_NAMED_NAN = r"\b[A-Za-z][\w/.-]{0,40}[ \t]*[:=][ \t]*nan\b"
+#: A value named and printed NaN (``D_A: nan``, ``cycle_A=nan``, yolo2's ``w nan``), and a
+#: record of three of them.
+_NAMED_NAN = r"\b[A-Za-z][\w/.-]{0,40}(?:[ \t]*[:=][ \t]*|[ \t]+)nan\b"
 _NAMED_NAN_RECORD_PATTERN = rf"{_NAMED_NAN}(?:[^\n]*{_NAMED_NAN}){{2}}"
 #: A row of a column table with three NaN cells side by side, after at most four cells of
 #: counters (ultralytics' ``0/272  18/7328  nan  nan  nan  nan  116  0.273`` under its

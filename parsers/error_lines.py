@@ -54,6 +54,8 @@ _STRERROR = (
     r"|Stale file handle"
 )
 
+_THC_CHECK = "THCudaCheck FAIL "
+_CUDA_CHECK = "cudaCheckError() failed : "
 #: A report capitalised like a sentence: "Error running job: ", "Error while loading state: ",
 #: and the trainer's of Chainer and its heirs (ESPnet 1, PaddleSpeech): "Exception in main
 #: training loop: ".
@@ -71,7 +73,9 @@ TRIGGERS: dict[str, str] = {
     # TensorFlow's kernel that failed, logged at W level before Python sees the error:
     # ``OP_REQUIRES failed at xla_ops.cc:446 : INTERNAL: libdevice not found at ./libdevice.10.bc``.
     "tf_op_failed": _OP_FAILED,
-    "thc_check": r"THCudaCheck FAIL",
+    # torch's THC checks before 1.0, and the macro of CUDA extensions built on the same pattern
+    # (faster-rcnn.pytorch's NMS): ``cudaCheckError() failed : invalid device function``.
+    "thc_check": f"{re.escape(_THC_CHECK)}|{re.escape(_CUDA_CHECK)}",
     "cxx_raised": r"Exception raised from \S+ at ",
     "nccl_warn_failure": _NCCL_FAILURE,
     "compiler": r"(?:fatal error|\berror): [\w'\"/]",  # not dlopen's "dlerror: "
@@ -88,7 +92,7 @@ SIGNATURE_NAMES = {
     "last_logged": "a logged error on the log's last line",
     "error_in": "an error in a native function",
     "tf_op_failed": "a TensorFlow kernel that failed",
-    "thc_check": "a failed CUDA check (THCudaCheck)",
+    "thc_check": "a failed CUDA check",
     "cxx_raised": "a C++ exception",
     "nccl_warn_failure": "an NCCL failure",
     "compiler": "a compiler error",
@@ -150,7 +154,7 @@ def _message(signature: str, text: str) -> str:
         where, code = text.split("NCCL INFO ", 1)[1].split(" -> ", 1)
         code = code.strip()[:1]
         return f"{where.strip()} returned {_NCCL_RESULTS.get(code, code)} ({code})"
-    for marker in ("error in ", "THCudaCheck FAIL ", "Exception raised from ", "NCCL WARN "):
+    for marker in ("error in ", _THC_CHECK, _CUDA_CHECK, "Exception raised from ", "NCCL WARN "):
         if marker in text:
             return text.split(marker, 1)[1].strip()
     if signature == "os_error":

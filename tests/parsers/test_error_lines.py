@@ -71,6 +71,11 @@ from crashcart.parsers import error_lines
             "error_doing",
             "Missing control images for QwenImageEditPlusModel",
         ),
+        (  # a CUDA extension's check macro (faster-rcnn.pytorch#224's NMS, compute 6.1)
+            "cudaCheckError() failed : invalid device function",
+            "thc_check",
+            "invalid device function",
+        ),
         (  # Chainer's trainer and its heirs (PaddleSpeech#3694, ESPnet 1)
             "Exception in main training loop: Variable Shape not match, Variable [ w_0_moment1_0 ]"
             " need tensor with shape [] but load set tensor with shape [1]",

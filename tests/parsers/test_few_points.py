@@ -172,6 +172,18 @@ def test_an_accuracy_at_chance_beside_a_loss_off_ln_k_is_no_finding() -> None:
     assert categories(run_text(lines)) == []
 
 
+def test_terms_printed_nan_after_their_names_without_a_colon_are_nan_loss() -> None:
+    # pytorch-yolo2#87: "w nan, h nan, conf nan" record after record.
+    report = run_text(
+        "".join(
+            f"{step}: nGT 39, recall 0, proposals 0, loss: x 1692.913574, y 1690.920166, w nan,"
+            " h nan, conf nan, cls nan, total nan\n"
+            for step in (9856, 9872, 9888)
+        )
+    )
+    assert categories(report) == ["nan_loss"]
+
+
 def test_a_loss_no_healthy_run_reaches_is_an_explosion() -> None:
     report = run_text(
         """\
