@@ -139,8 +139,16 @@ SCORED_KEPT = 256
 #: retry loop and in a second pasted run, so it is not the progress that proves an error survived.
 #: An accuracy without a loss is evaluation's (MONAI's ``Val 99/5000 5/60 acc 0.60 time 48.11s``).
 _TIMING = frozenset(
-    {"step_time_s", "step", "epoch", "lr", "step_total", "lr_zero_places"}
-    | {"accuracy", "eval_accuracy"}
+    {
+        "step_time_s",
+        "step",
+        "epoch",
+        "lr",
+        "step_total",
+        "lr_zero_places",
+        "accuracy",
+        "eval_accuracy",
+    }
 )
 
 
@@ -407,7 +415,9 @@ class SeriesTracker:
         # Training's records first: evaluation's would say the same thing a second time.
         for loss_name, _ in _SCORED:
             records = list(self._scored.get(loss_name, ()))
-            draft = trends.accuracy_at_chance(loss_name, records, loss_name == "eval_loss")
+            draft = trends.accuracy_at_chance(
+                loss_name, records, evaluation=loss_name == "eval_loss"
+            )
             if draft and not any(found_draft.kind == "plateau" for found_draft, _ in found):
                 stretch = records[-int(draft.fields["points"]) :]
                 found.append((draft, [stretch[0].loss, stretch[-1].loss]))

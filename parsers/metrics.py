@@ -358,7 +358,8 @@ def _pairs(text: str) -> Iterator[tuple[int, int, str, str]]:
 
 def parse_metrics(text: str) -> dict[str, float]:
     """Return the metrics a line reports, under canonical names (``loss``, ``eval_loss``,
-    ``grad_norm``, ``lr``, ``loss_scale``, ``step``, ``epoch``); ``{}`` if it reports none.
+    ``grad_norm``, ``lr``, ``loss_scale``, ``step``, ``epoch``, ``accuracy``,
+    ``eval_accuracy``); ``{}`` if it reports none.
 
     A line without a plain ``loss`` takes its first named training loss (``Gen Loss Total``,
     ``mask_loss``, ``total_loss``) as the loss: a NaN there is a NaN loss. A named loss of

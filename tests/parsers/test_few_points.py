@@ -145,6 +145,18 @@ def test_keras_validation_at_chance_is_read_from_its_epoch_records() -> None:
     assert categories(run_text(lines)) == ["loss_plateau"]
 
 
+def test_evaluations_at_chance_count_from_the_first_and_read_a_percentage() -> None:
+    # Evaluation records follow training steps, so three of them need no step count; an
+    # accuracy printed in percent (50.12) is the fraction 0.5012.
+    lines = "".join(
+        f"| val_loss: {loss} | val_acc: {acc}\n"
+        for loss, acc in [(0.6967, 50.25), (0.6942, 49.75), (0.6936, 50.25)]
+    )
+    report = run_text(lines)
+    assert [d.rule for d in report.diagnoses] == ["loss_plateau.accuracy_at_chance"]
+    assert "(last 50.25)" in report.diagnoses[0].summary
+
+
 def test_an_accuracy_that_climbs_off_chance_is_a_model_learning() -> None:
     # The same run had it learned: the loss leaves ln 2 and the accuracy rises with it.
     lines = "".join(
