@@ -102,7 +102,8 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "time": "time of failure as torchrun printed it",
     },
     "stalled": {
-        "wait": "extension_build | rendezvous | stack_dump | waiting | training_start | progress_at_zero | collective_setup: what the last lines show"
+        "wait": "extension_build | rendezvous | stack_dump | waiting | training_start | evaluation |"
+        " evaluation_stage | progress_at_zero | collective_setup: what the last lines show"
         " the run waiting for",
         "text": "the wait line",
     },

@@ -704,7 +704,7 @@ class Extractor:
             kind = waits.signature(line.text)
             if kind is not None:
                 state.last_wait = (line, kind, self.series.points_by_source[state.name])
-            elif state.last_wait is not None and state.last_wait[1] == "evaluation":
+            elif state.last_wait is not None and state.last_wait[1].startswith("evaluation"):
                 state.last_wait = None  # the evaluation counted its last batch: it ended
         if mask & bits.exceptions and self._open_bare_exception(state, line):
             return
@@ -875,12 +875,14 @@ class Extractor:
             return None
         line, kind, points_then = state.last_wait
         back = state.lineno - line.lineno
+        after = _tail_lines(state)[-back:] if back else []
+        if kind == "evaluation_stage" and len(after) == back:
+            back = sum(1 for raw in after if raw.strip())  # it must be the last line written
         if back > _WAIT_REACH.get(kind, waits.TAIL_LINES) or points != points_then:
             return None
-        if kind in ("training_start", "evaluation") and back:
-            tail = _tail_lines(state)
-            if any(waits.FAILED_AFTER.search(raw) for raw in tail[len(tail) - back :]):
-                return None  # it failed right there: that error is the story, not a wait
+        announced = kind in ("training_start", "evaluation", "evaluation_stage")
+        if announced and any(waits.FAILED_AFTER.search(raw) for raw in after):
+            return None  # it failed right there: that error is the story, not a wait
         return line, kind
 
     def _stuck_at_zero(self, state: _SourceState) -> tuple[LogLine, str] | None:
@@ -1177,6 +1179,7 @@ _WAIT_REACH = {
     "stack_dump": waits.DUMP_TAIL_LINES,
     "training_start": waits.TRAINING_START_TAIL_LINES,
     "evaluation": waits.TRAINING_START_TAIL_LINES,
+    "evaluation_stage": waits.EVALUATION_STAGE_TAIL_LINES,
 }
 
 

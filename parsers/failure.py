@@ -63,14 +63,15 @@ LOGGING_ERROR = lazy_compile(r"^\s*--- Logging error ---\s*$")
 
 # Each wording once: the prefilter's trigger and the parser's regex are built from it.
 _CORE_SIGNAL = (
-    r"(segmentation fault|bus error|aborted|abort trap|floating point exception|illegal instruction)"
+    r"(segmentation fault|bus error|aborted|abort trap|floating point exception|illegal instruction"
+    r"|terminated)"  # the shell's word for a job that SIGTERM stopped (timeout, kill, a scheduler)
     r"(?: \(core dumped\)|: \d+)?"  # macOS's shell: "Abort trap: 6"
 )
 # A shell's report of a job it ran: zsh's "[1]    31337 killed     python train.py", bash's
 # "./train.sh: line 60: 11880 Killed    python3 train.py", dash's "./train.sh: 60: 11880 killed".
 _SHELL = (
     r"(?:\[\d+\]\s+\d+|^\S+: (?:line )?\s*\d+:\s+\d+)"
-    r" ([Kk]illed|[Ss]egmentation fault|[Aa]bort(?:ed)?|[Bb]us error)\s"
+    r" ([Kk]illed|[Tt]erminated|[Ss]egmentation fault|[Aa]bort(?:ed)?|[Bb]us error)\s"
 )
 _HANDLER = r"\] Signal: [A-Z][a-z][\w ]* \((\d+)\)"
 _RECEIVED = (
@@ -138,6 +139,7 @@ _SIGNAL_NAMES = {
     "floating point exception": "SIGFPE",
     "illegal instruction": "SIGILL",
     "killed": "SIGKILL",
+    "terminated": "SIGTERM",
 }
 _SIGNAL_WORD = lazy_compile(rf"(?i){_CORE_SIGNAL}\s*$")
 _SHELL_KILLED = lazy_compile(f"^{_SHELL}")

@@ -28,6 +28,8 @@ from .lazy import lazy_compile
 _PROCESS_GROUP_INIT = (
     r"initializing (?:ddp|distributed): GLOBAL_RANK|Initializing TorchBackend in DeepSpeed"
     r"|Initializing process group\b|batch_all_reduce: \d+ all-reduces with algorithm"
+    # c10d's warning as the first barrier starts on a rank whose GPU it has to guess.
+    r"|using best-guess GPU \d+ to perform barrier"
 )
 
 #: A run announcing that its training loop begins (Real-ESRGAN's ``Start training from epoch: 0,
@@ -55,12 +57,22 @@ _EVALUATION_LINE = (
     r"|\bEvaluation \[(?P<done>\d+)/(?P<total>\d+)\]\s*$"
 )
 
+#: A stage inside an evaluation that a healthy run follows at once with its result: pycocotools'
+#: ``Loading and preparing results...`` then ``DONE (t=0.52s)``, detectron2's ``Total inference
+#: pure compute time`` then its evaluator's ``Preparing results``. A log whose very last line is
+#: one stopped inside the evaluation (ranks gathering predictions, COCOeval out of memory).
+_EVALUATION_STAGE = (
+    r"Loading and preparing results\.\.\.|Running per image evaluation\.\.\."
+    r"|Accumulating evaluation results\.\.\.|Total inference (?:pure compute )?time: \d"
+)
+
 TRIGGERS: dict[str, str] = {
     "waiting": r"(?i)\bwaiting (?:in|for|on)\b|store based barrier|Lock file exists",
     "process_group_init": f"(?i){_PROCESS_GROUP_INIT}",
     "extension_build": r"as PyTorch extensions root|(?:Loading|Building) extension module",
     "training_start": _TRAINING_START,
     "evaluation": _EVALUATION,
+    "evaluation_stage": _EVALUATION_STAGE,
     "host_alloc": r"tcmalloc: large alloc \d+ bytes",
     "stack_dump": r"Timeout \(\d+:\d\d:\d\d\)!|Thread 0x[0-9a-fA-F]+ \(most recent call first\)"
     r"|Thread \S+ \((?:idle|active)\)",
@@ -91,6 +103,7 @@ _SIGNATURES = (
     ("waiting", lazy_compile(r"(?i)\bwaiting\b")),
     ("training_start", lazy_compile(_TRAINING_START)),
     ("evaluation", lazy_compile(_EVALUATION_LINE)),
+    ("evaluation_stage", lazy_compile(_EVALUATION_STAGE)),
 )
 
 #: An error printed after a bar at 0 (glued to it, or on the lines after it): the run went on to
@@ -119,6 +132,8 @@ TAIL_LINES = 4
 #: the warnings of the first step (two DDP notes), a run that hung there at most one more line.
 #: The same for the start of an evaluation.
 TRAINING_START_TAIL_LINES = 1
+#: ... and an evaluation's inner stage only as the very last line (its result follows at once).
+EVALUATION_STAGE_TAIL_LINES = 0
 #: ... or within this many of a stack dump's thread header: each thread's frames follow it.
 DUMP_TAIL_LINES = 64
 #: Bytes of a file's end kept to look for a progress bar that never moved.
@@ -127,7 +142,7 @@ TAIL_BYTES = 4096
 
 def signature(text: str) -> str | None:
     """The kind of wait a line shows (host_alloc, extension_build, rendezvous, stack_dump,
-    waiting, training_start, evaluation), or ``None``."""
+    waiting, training_start, evaluation, evaluation_stage), or ``None``."""
     for name, pattern in _SIGNATURES:
         found = pattern.search(text)
         if found is None:

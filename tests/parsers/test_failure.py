@@ -97,6 +97,9 @@ def test_code_warnings_and_prose_are_not_exceptions(line: str) -> None:
         ("[149-130-218-240:10948] Signal: Aborted (6)", "SIGABRT", None),
         ("traceback : signal 9 (SIGKILL) received by PID 36071", "SIGKILL", None),
         ("Abort trap: 6", "SIGABRT", None),  # macOS's shell
+        # bash's word for a job that SIGTERM stopped (YOLOX#646), and its job report.
+        ("Terminated", "SIGTERM", None),
+        ("./run.sh: line 9:  4242 Terminated              python train.py", "SIGTERM", None),
         # Ray says a process died and not how (ray-project/ray#22349).
         (
             "ERROR utils.py:42 -- The actor died unexpectedly before finishing this task.",
@@ -110,6 +113,22 @@ def test_fatal_signals_and_exit_codes(line: str, signal: str, code: int | None) 
     assert draft.kind == "fatal"
     assert draft.fields["signal_name"] == signal
     assert draft.fields.get("exitcode") == code
+
+
+def test_terminated_in_prose_is_no_signal() -> None:
+    assert failure.parse("Training terminated early: no improvement in 10 epochs") == []
+    (draft,) = failure.parse("Exception: process 1 terminated with signal SIGKILL")
+    assert draft.fields["signal_name"] == "SIGKILL"
+
+
+def test_a_job_the_shell_reports_terminated_was_stopped_from_outside() -> None:
+    assert categories(run_text("step 1 loss 2.0\nTerminated\n")) == ["preemption"]
+    # ... and a run that hung first was stopped because it hung (YOLOX#646, batch-103).
+    hung = (
+        "[W ProcessGroupNCCL.cpp:1569] Rank 0 using best-guess GPU 0 to perform barrier as"
+        " devices used by this process are currently unknown.\nTerminated\n"
+    )
+    assert categories(run_text(hung)) == ["hang", "preemption"]
 
 
 def test_exit_code_zero_is_not_fatal() -> None:

@@ -835,6 +835,32 @@ def test_an_evaluation_that_printed_its_results_or_counted_its_last_batch_is_no_
     assert waits.signature("epoch 36 evaluating [time: 0.99s, valid_score: 0.362800]") is None
 
 
+@pytest.mark.parametrize(
+    "last",
+    [
+        # ByteTrack on YOLOX (batch-103): pycocotools never printed DONE.
+        "2025-02-18 01:10:43 | INFO     | yolox.evaluators.coco_evaluator:205 - Loading and"
+        " preparing results...\n",
+        # detectron2 on two GPUs (batch-103): the ranks never gathered their predictions.
+        "[01/13 18:14:56 d2.evaluation.evaluator]: Total inference pure compute time: 0:05:12"
+        " (0.072584 s / img per device, on 2 devices)\n\n",
+    ],
+)
+def test_a_log_whose_last_line_is_a_stage_inside_an_evaluation_is_a_probable_hang(
+    last: str,
+) -> None:
+    report = run_text("epoch: 5/80, iter: 7300/7311, total_loss: 4.855\n" + last)
+    assert [d.rule for d in report.diagnoses] == ["hang.during_evaluation"]
+    assert report.diagnoses[0].fields["wait"] == "evaluation_stage"
+
+
+def test_an_evaluation_stage_followed_by_its_result_is_no_hang() -> None:
+    # pycocotools prints each stage's DONE on the next line: a stage must be the last line.
+    done = "Loading and preparing results...\nDONE (t=0.52s)\ncreating index...\n"
+    assert run_text(done).diagnoses == []
+    assert run_text("Accumulating evaluation results...\nDONE (t=1.90s).\n").diagnoses == []
+
+
 def test_a_log_that_ends_initializing_the_process_group_is_a_hang() -> None:
     # YOLOv6 (batch-81) on four GPUs: the process group never formed.
     report = run_text("Using 4 GPU for training...\nInitializing process group...\n")
