@@ -151,6 +151,17 @@ def test_cuda_tensors_shared_with_workers_are_a_data_loading_failure() -> None:
     assert categories(report)[:1] == ["dataloader_worker"]
 
 
+def test_paddles_reader_that_raised_is_a_worker_failure_not_a_kill() -> None:
+    # PaddleClas#649 (batch-99): the queue "is killed" because the reader raised; no process was.
+    report = run_text(
+        "SystemError: (Fatal) Blocking queue is killed because the data reader raises an"
+        " exception.\n"
+    )
+    assert categories(report) == ["dataloader_worker"]
+    killed = "RuntimeError: DataLoader worker (pid 812) is Killed by signal: Killed.\n"
+    assert "host_oom" in categories(run_text(killed))
+
+
 def test_a_node_out_of_ram_is_host_memory_though_it_says_oom() -> None:
     # Ray's memory monitor (WMPO#3): "OOM" alone would read as the GPU's.
     report = run_text(
