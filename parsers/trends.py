@@ -296,12 +296,27 @@ def _fraction(accuracy: float) -> float:
     return accuracy / 100 if accuracy > 1 else accuracy
 
 
-def _paired_at_chance(record: ScoredRecord, classes: int) -> bool:
+#: Records whose medians are judged, and how much farther than the tolerances one of them may
+#: stray: accuracies of single batches are noisy (10%, 14%, 8% on batches of a hundred).
+CHANCE_WINDOW, CHANCE_NOISE = 9, 2.5
+
+
+def _paired_at_chance(record: ScoredRecord, classes: int, slack: float = 1.0) -> bool:
     loss, accuracy = math.log(classes), 1 / classes
     return (
-        abs(record.loss.value - loss) <= PAIR_LOSS_TOLERANCE * loss
-        and abs(_fraction(record.accuracy) - accuracy) <= PAIR_ACCURACY_TOLERANCE * accuracy
+        abs(record.loss.value - loss) <= slack * PAIR_LOSS_TOLERANCE * loss
+        and abs(_fraction(record.accuracy) - accuracy) <= slack * PAIR_ACCURACY_TOLERANCE * accuracy
     )
+
+
+def _window_at_chance(window: list[ScoredRecord], classes: int) -> bool:
+    """Every record of ``window`` near chance (within the noise allowed), and its medians at it."""
+    if not all(_paired_at_chance(record, classes, CHANCE_NOISE) for record in window):
+        return False
+    loss = statistics.median(record.loss.value for record in window)
+    accuracy = statistics.median(record.accuracy for record in window)
+    middle = ScoredRecord(Point(loss, window[-1].loss.index), accuracy)
+    return _paired_at_chance(middle, classes)
 
 
 def accuracy_at_chance(
@@ -309,8 +324,10 @@ def accuracy_at_chance(
 ) -> Draft | None:
     """The last records print an accuracy at 1/k beside a loss at ln k (``val_loss: 0.6930 -
     val_accuracy: 0.5000`` epoch after epoch, ``Acc. 0.0906 - Loss 2.311``): predictions no
-    better than a uniform guess over k classes. Training records count once past the run's
-    first steps (every classifier starts there); evaluations come after training anyway."""
+    better than a uniform guess over k classes. The last few records are judged by their
+    medians, each allowed 2.5 times the tolerance (a batch's accuracy is noisy). Training records
+    count once past the run's first steps (every classifier starts there); evaluations come
+    after training anyway."""
     tail = records[-FEW_POINTS:]
     if len(tail) < FEW_POINTS:
         return None
@@ -319,10 +336,11 @@ def accuracy_at_chance(
     started = started or (first.epoch is not None and first.epoch >= _PAST_START_EPOCH)
     if not (started or evaluation):
         return None
+    window = records[-CHANCE_WINDOW:]
     for classes in _PAIR_CLASS_COUNTS:
-        if all(_paired_at_chance(record, classes) for record in tail):
+        if _window_at_chance(window, classes):
             start = len(records)
-            while start and _paired_at_chance(records[start - 1], classes):
+            while start and _paired_at_chance(records[start - 1], classes, CHANCE_NOISE):
                 start -= 1
             stretch = records[start:]
             return _plateau_draft(

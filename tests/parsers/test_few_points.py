@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crashcart.parsers import waits
+from crashcart.parsers.metrics import parse_metrics
 from tests.conftest import categories, run_text
 
 
@@ -155,6 +156,25 @@ def test_evaluations_at_chance_count_from_the_first_and_read_a_percentage() -> N
     report = run_text(lines)
     assert [d.rule for d in report.diagnoses] == ["loss_plateau.accuracy_at_chance"]
     assert "(last 50.25)" in report.diagnoses[0].summary
+
+
+def test_noisy_batch_accuracies_at_chance_are_judged_by_their_medians() -> None:
+    # DeepRobust's PGD training on MNIST (batch-110): each batch of a hundred prints 8% to 15%,
+    # the loss at ln 10 throughout. A record as far off as 15% does not hide the rest.
+    accuracies = (10, 15, 10, 12, 8, 13, 12, 10, 12, 14)
+    lines = "".join(
+        f"Train Epoch: 7 [{40000 + 2000 * i}/60000 ({67 + 3 * i}%)]\tLoss: 2.30{i}184"
+        f"\tAccuracy:{acc}.00%\n"
+        for i, acc in enumerate(accuracies)
+    )
+    lines += "\nTest set: Clean loss: 2.301, Clean Accuracy: 1135/10000 (11%)\n"
+    report = run_text(lines)
+    assert [d.rule for d in report.diagnoses] == ["loss_plateau.accuracy_at_chance"]
+    # A count of correct answers is no fraction: the test line's accuracy is not read as 1135.
+    assert "accuracy" not in parse_metrics("Clean loss: 2.301, Clean Accuracy: 1135/10000 (11%)")
+    # One batch far off chance (30%) is a model that may be starting to learn.
+    learning = lines.replace("Accuracy:12.00%", "Accuracy:30.00%", 1)
+    assert run_text(learning).diagnoses == []
 
 
 def test_an_accuracy_that_climbs_off_chance_is_a_model_learning() -> None:
