@@ -162,6 +162,39 @@ def test_paddles_reader_that_raised_is_a_worker_failure_not_a_kill() -> None:
     assert "host_oom" in categories(run_text(killed))
 
 
+def test_a_key_missing_from_a_loaded_checkpoint_is_a_checkpoint_problem() -> None:
+    # LlamaGen's vq_train.py (batch-108): the checkpoint was saved without its optimizer.
+    report = run_text(
+        "Traceback (most recent call last):\n"
+        '  File "tokenizer/tokenizer_image/vq_train.py", line 150, in main\n'
+        '    optimizer.load_state_dict(checkpoint["optimizer"])\n'
+        "KeyError: 'optimizer'\n"
+    )
+    assert categories(report) == ["checkpoint_load"]
+    # The same KeyError on a batch's dict is the data's, not the checkpoint's.
+    other = run_text(
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 50, in main\n'
+        '    images = batch["image"]\n'
+        "KeyError: 'image'\n"
+    )
+    assert "checkpoint_load" not in categories(other)
+
+
+def test_an_error_in_the_helper_of_a_checkpoint_loader_is_a_checkpoint_problem() -> None:
+    # lora-svc's HuBERT feature dump (batch-111): fairseq upgrades a checkpoint whose "args"
+    # is None, one frame below load_checkpoint_to_cpu.
+    report = run_text(
+        "Traceback (most recent call last):\n"
+        '  File "fairseq/checkpoint_utils.py", line 232, in load_checkpoint_to_cpu\n'
+        "    state = _upgrade_state_dict(state)\n"
+        '  File "fairseq/checkpoint_utils.py", line 420, in _upgrade_state_dict\n'
+        '    state["args"].task = "translation"\n'
+        "AttributeError: 'NoneType' object has no attribute 'task'\n"
+    )
+    assert categories(report) == ["checkpoint_load"]
+
+
 def test_a_node_out_of_ram_is_host_memory_though_it_says_oom() -> None:
     # Ray's memory monitor (WMPO#3): "OOM" alone would read as the GPU's.
     report = run_text(
@@ -346,6 +379,26 @@ def test_words_that_explain_a_worker_failure_rank_above_it() -> None:
             "RuntimeError: Invalid index in scatter at"
             " /pytorch/aten/src/TH/generic/THTensorEvenMoreMath.cpp:151",
             "cuda_device_assert",
+        ),
+        # batches 106-112 (flows and VAEs, compression, data preparation), as posted
+        ("RuntimeError: mat1 dim 1 must match mat2 dim 0", "shape_mismatch"),
+        (
+            "FileNotFoundError: Couldn't find any class folder in /home/nathan/new/DALLE-pytorch/"
+            "images.",
+            "data_error",
+        ),
+        ("ValueError: didn't find ['y.txt'] in ['__key__', 'x.pyd']", "data_error"),
+        (
+            "RuntimeError: CUDA is available for PyTorch, but NNCF could not compile GPU"
+            " quantization extensions. Make sure that you have installed CUDA development tools"
+            " and that 'nvcc' is available on your system's PATH variable.",
+            "cuda_setup",
+        ),
+        (
+            "RuntimeError: Internal: src/trainer_interface.cc(661) [(trainer_spec_.vocab_size())"
+            " == (model_proto->pieces_size())] Vocabulary size too high (500000). Please set it"
+            " to a value <= 455361.",
+            "config_error",
         ),
     ],
 )
