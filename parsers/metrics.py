@@ -304,6 +304,7 @@ _MAY_BE_NONFINITE = frozenset({"loss", "eval_loss", "grad_norm", "ppl", "loss_sc
 
 #: ``Step 380000/1000000``: the step count printed after a step.
 _TOTAL = lazy_compile(r"/\s{0,8}(\d{1,15})\b")
+#: Accuracies, read only as fractions or percentages.
 _ACCURACIES = frozenset({"accuracy", "eval_accuracy"})
 
 
@@ -394,6 +395,10 @@ def parse_metrics(text: str) -> dict[str, float]:
             elif named_loss is None:
                 named_loss = value
             continue
+        if name in _ACCURACIES and _TOTAL.match(text, end - 1) is not None:
+            # pytorch/examples' ``Accuracy: 9898/10000 (99%)`` counts correct answers: not a
+            # fraction, and its ratio is no number the log printed.
+            continue
         if name not in found and (math.isfinite(value) or name in _MAY_BE_NONFINITE):
             found[name] = value
             if name == "lr" and value == 0:
@@ -402,10 +407,6 @@ def parse_metrics(text: str) -> dict[str, float]:
                 total = _TOTAL.match(text, end - 1)  # _pairs counts from a leading space
                 if total is not None:
                     found["step_total"] = float(total.group(1))
-            elif name in _ACCURACIES and _TOTAL.match(text, end - 1) is not None:
-                # pytorch/examples' ``Accuracy: 9898/10000 (99%)`` counts correct answers: not
-                # a fraction, and its ratio is no number the log printed.
-                del found[name]
     if "loss" not in found and named_loss is not None:
         found["loss"] = named_loss
     if "eval_loss" not in found and named_eval_loss is not None:

@@ -301,22 +301,28 @@ def _fraction(accuracy: float) -> float:
 CHANCE_WINDOW, CHANCE_NOISE = 9, 2.5
 
 
-def _paired_at_chance(record: ScoredRecord, classes: int, slack: float = 1.0) -> bool:
-    loss, accuracy = math.log(classes), 1 / classes
+def _near_chance(loss: float, accuracy: float, classes: int, slack: float = 1.0) -> bool:
+    """A loss at ln k and an accuracy at 1/k, each within ``slack`` times its tolerance."""
+    chance_loss, chance_accuracy = math.log(classes), 1 / classes
     return (
-        abs(record.loss.value - loss) <= slack * PAIR_LOSS_TOLERANCE * loss
-        and abs(_fraction(record.accuracy) - accuracy) <= slack * PAIR_ACCURACY_TOLERANCE * accuracy
+        abs(loss - chance_loss) <= slack * PAIR_LOSS_TOLERANCE * chance_loss
+        and abs(_fraction(accuracy) - chance_accuracy)
+        <= slack * PAIR_ACCURACY_TOLERANCE * chance_accuracy
     )
+
+
+def _paired_at_chance(record: ScoredRecord, classes: int) -> bool:
+    """One record near chance, within the noise a single batch's accuracy shows."""
+    return _near_chance(record.loss.value, record.accuracy, classes, CHANCE_NOISE)
 
 
 def _window_at_chance(window: list[ScoredRecord], classes: int) -> bool:
     """Every record of ``window`` near chance (within the noise allowed), and its medians at it."""
-    if not all(_paired_at_chance(record, classes, CHANCE_NOISE) for record in window):
-        return False
-    loss = statistics.median(record.loss.value for record in window)
-    accuracy = statistics.median(record.accuracy for record in window)
-    middle = ScoredRecord(Point(loss, window[-1].loss.index), accuracy)
-    return _paired_at_chance(middle, classes)
+    return all(_paired_at_chance(record, classes) for record in window) and _near_chance(
+        statistics.median(record.loss.value for record in window),
+        statistics.median(record.accuracy for record in window),
+        classes,
+    )
 
 
 def accuracy_at_chance(
@@ -340,7 +346,7 @@ def accuracy_at_chance(
     for classes in _PAIR_CLASS_COUNTS:
         if _window_at_chance(window, classes):
             start = len(records)
-            while start and _paired_at_chance(records[start - 1], classes, CHANCE_NOISE):
+            while start and _paired_at_chance(records[start - 1], classes):
                 start -= 1
             stretch = records[start:]
             return _plateau_draft(
