@@ -139,6 +139,17 @@ def exploded(name: str, points: list[Point]) -> Draft | None:
     return draft
 
 
+#: The epoch from which a record is past any warm-up (Keras counts from 1, others from 0).
+PAST_WARMUP_EPOCH = 2
+
+
+def _past_warmup(point: Point) -> bool:
+    """Whether a record was logged well into training: a paste that starts at Keras'
+    ``Epoch 11/20`` shows no warm-up, so a loss that climbs from its first record there is a
+    run coming apart."""
+    return point.epoch is not None and point.epoch >= PAST_WARMUP_EPOCH
+
+
 #: How far a few-point climb must go: times its best (perplexity is exp(loss), so its ratio is
 #: the exponential of a loss difference and needs more).
 CLIMB_RATIO = {"loss": 3.0, "grad_norm": 10.0, "ppl": 5.0}
@@ -151,7 +162,8 @@ def climbed(name: str, points: list[Point]) -> Draft | None:
     before, for at least three, to several times the best: a run that learned, then came apart
     (a QLoRA run going 1.43, 5.82, 7.05, 10.03 after its warm-up). A climb from the very first
     record counts only to a magnitude no healthy run prints (0.85, 2.44, 63118.6, 1.08e13): a
-    loss that rises at the start is often a warm-up."""
+    loss that rises at the start is often a warm-up, unless that first record is epochs into
+    the run."""
     ratio = CLIMB_RATIO.get(name)
     if ratio is None or len(points) < CLIMB_HELD + 1:
         return None
@@ -165,7 +177,7 @@ def climbed(name: str, points: list[Point]) -> Draft | None:
     if last.value < ratio * best.value or last.value - best.value < JUMP_MIN:
         return None
     limit = EXPLODED.get(name, math.inf)
-    if best_at == 0 and last.value < limit:
+    if best_at == 0 and last.value < limit and not _past_warmup(best):
         return None
     baseline = _median(points[: best_at + 1])
     return _divergence(name, last, points, baseline)

@@ -400,6 +400,34 @@ def test_words_that_explain_a_worker_failure_rank_above_it() -> None:
             " to a value <= 455361.",
             "config_error",
         ),
+        # training data that is not where the run looked, as posted (batches 31-111)
+        (
+            "FileNotFoundError: Dataset not found: train (/Users/angelo/PycharmProjects/Prova/"
+            "access/resources/datasets/_2912c535c2343258d2e6375bca3e3a3d/fairseq_preprocessed)",
+            "data_error",
+        ),
+        ("ValueError: No training data provided.", "data_error"),
+        (
+            "ValueError: Training set not found or empty. Must provide training set for"
+            " fine-tuning.",
+            "data_error",
+        ),
+        ("AssertionError: datasets should not be an empty iterable", "data_error"),
+        ('RuntimeError: Missing file "vimeo_triplet/train.list"', "data_error"),
+        (
+            "FileNotFoundError: Directory LinkSoul/instruction_merge_set/data is neither a"
+            " `Dataset` directory nor a `DatasetDict` directory.",
+            "data_error",
+        ),
+        # a value the settings must give or bound (vLLM's max_model_len, fairseq's language pair)
+        (
+            "ValueError: Prompt length of 4834 is longer than the maximum model length of 4096.",
+            "config_error",
+        ),
+        (
+            "Exception: Could not infer language pair, please provide it explicitly",
+            "config_error",
+        ),
     ],
 )
 def test_library_wordings_name_their_category(line: str, category: str) -> None:
@@ -420,3 +448,16 @@ def test_a_bare_assert_on_the_gpu_count_is_a_cuda_setup_problem() -> None:
         "AssertionError\n"
     )
     assert categories(report)[:1] == ["cuda_setup"]
+
+
+def test_data_and_settings_words_stay_quiet_on_their_look_alikes() -> None:
+    # A missing config file, a dataset that was found, a length within the maximum.
+    assert "data_error" not in categories(
+        run_text('RuntimeError: Missing file "configs/train.yaml"\n')
+    )
+    assert not run_text(
+        "INFO: Dataset found: train (12000 examples), training data ready\n"
+    ).diagnoses
+    assert "config_error" not in categories(
+        run_text("ValueError: please provide a tokenizer or a processor\n")
+    )

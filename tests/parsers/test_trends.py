@@ -185,6 +185,18 @@ def test_a_few_records_climbing_from_their_best_diverged() -> None:
     assert trends.climbed("loss", series([2.0, 1.2, 1.3, 1.4, 1.5])) is None  # a wobble
 
 
+def test_a_climb_from_a_first_record_epochs_into_the_run_is_no_warm_up() -> None:
+    # tensorflow/tensorflow#62361 on Apple Silicon: Keras' epochs 11 to 16, loss 0.73 to 2.43.
+    values = [0.7349, 0.9430, 1.1816, 1.5326, 1.9404, 2.4296]
+    late = [Point(v, i, epoch=11.0 + i) for i, v in enumerate(values)]
+    draft = trends.climbed("loss", late)
+    assert draft is not None and draft.fields["value"] == 2.4296
+    # The same values from the first epoch on are a warm-up, or a log that names no epoch.
+    early = [Point(v, i, epoch=float(i)) for i, v in enumerate(values)]
+    assert trends.climbed("loss", early) is None
+    assert trends.climbed("loss", series(values)) is None
+
+
 def test_perplexity_climbing_tenfold_diverged() -> None:
     # OpenNMT#709: ppl 2268.05 -> 20872.71 over four reports (xent only 7.73 -> 9.95).
     ppl = [12792.57, 35173.75, 42885.19, 24048.64, 26476.23, 9686.04, 3770.76]
