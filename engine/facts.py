@@ -108,8 +108,10 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "text": "the wait line",
     },
     "error_line": {
-        "signature": "error_level | error_in | thc_check | cxx_raised | nccl_warn_failure |"
-        " compiler: the form of the line (a logger's ERROR, a kernel's `error in f:`, ...)",
+        "signature": "fatal_logged | error_level | error_doing | last_logged | error_in |"
+        " tf_op_failed | thc_check | cxx_raised | cxx_check | nccl_warn_failure | compiler |"
+        " nccl_trace | os_error: the form of the line (a logger's FATAL or ERROR, a kernel's"
+        " `error in f:`, ...)",
         "message": "the text after the error marker",
         "quote": "the same text, under the name the exception's quote has",
         "detail": "the whole line (up to 1000 characters), for vocabulary rules",

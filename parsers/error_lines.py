@@ -13,6 +13,8 @@ exits, a C++ extension prints it, a pasted excerpt keeps only it. Real examples:
     (raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM)
     /usr/local/cuda/include/cuda_fp16.h:12: fatal error: cuda_runtime.h: No such file or directory
     formats: can't open input file `./data/01/01-1_01.wav': No such file or directory
+    2020-10-03 17:02:24.528951: F tensorflow/core/kernels/random_op_gpu.h:227] Non-OK-status: ...
+    bpe_model_trainer.h(69) [(r) <= (kuint16max)]
 
 Kind: ``error_line`` (signature, message, detail). No rule names a cause from the line alone:
 vocabulary rules read its words, and specific rules match the line itself. ``signature`` says
@@ -40,6 +42,9 @@ _GLOG = r"^[EF]\d{4} \d\d:\d\d:\d\d"  # glog: E1123 12:00:00.123456  1234 file.c
 _RAY = r"\d [EF] \d+ \d+\]"  # ray's C++ logger: [... 15:02:00,117 E 135782 135782] ...
 #: c10's logger: [E ProcessGroupNCCL.cpp:455] ..., [E1123 04:24:50.496061 ProcessGroupNCCL.cpp:616] ...
 _C10 = r"\[[EF](?:\d{4} [\d:.]+)? [\w.]+:\d+\]"
+#: TensorFlow's C++ logger at FATAL, which aborts the process after the line:
+#: ``2020-10-03 17:02:24.528951: F .\\tensorflow/core/kernels/random_op_gpu.h:227] Non-OK-status``.
+_TF_FATAL = r"(?:^|\d: )F \S+:\d+\]"
 #: Omniverse Kit's and carb's logger (Isaac Sim, Isaac Lab): [Error] [gpu.foundation.plugin] ...
 _KIT = r"\[(?:Error|Fatal)\] (?:\[[\w.-]+\] ?)?"
 _NCCL_FAILURE = (
@@ -65,6 +70,10 @@ _DOING = r"(?:Error (?:while |when )?[a-z]+ing\b[^:\n]{0,60}|Exception in main t
 _OP_FAILED = r"OP_REQUIRES failed at \S+ : (?P<code>[A-Za-z][A-Za-z_ ]{2,30}): "
 
 TRIGGERS: dict[str, str] = {
+    # A FATAL record of glog, absl, TensorFlow, c10, ray or Kit: the logger aborts the process
+    # after writing it, so it is the failure whatever follows (often nothing, or ``Aborted``).
+    "fatal_logged": rf"^F\d{{4}} \d\d:\d\d:\d\d|{_TF_FATAL}|\d F \d+ \d+\]"
+    r"|\[F(?:\d{4} [\d:.]+)? [\w.]+:\d+\]|\[Fatal\] ",
     "error_level": rf"(?:^|[\s\[|(:]){_LEVEL}(?:[\s\]|:)-]|$)|{_GLOG}|{_RAY}|{_C10}|{_KIT}",
     # A job runner's or a loader's own report, capitalised like a sentence: ai-toolkit's
     # ``Error running job: Control image is required ...``, ``Error processing image: ...``.
@@ -77,6 +86,10 @@ TRIGGERS: dict[str, str] = {
     # (faster-rcnn.pytorch's NMS): ``cudaCheckError() failed : invalid device function``.
     "thc_check": f"{re.escape(_THC_CHECK)}|{re.escape(_CUDA_CHECK)}",
     "cxx_raised": r"Exception raised from \S+ at ",
+    # sentencepiece's CHECK that failed, then "Program terminated with an unrecoverable error.":
+    # ``bpe_model_trainer.h(69) [(r) <= (kuint16max)]``, ``unigram_model_trainer.cc(150)
+    # [!std::isnan(score)]`` (its routine lines say ``LOG(INFO)`` where the brackets are).
+    "cxx_check": r"^[\w/.-]+\.(?:cc|cpp|h)\(\d+\) \[[^\]]+\]",
     "nccl_warn_failure": _NCCL_FAILURE,
     "compiler": r"(?:fatal error|\berror): [\w'\"/]",  # not dlopen's "dlerror: "
     # NCCL traces a failing call's way out at INFO level, one ``file:line -> code`` per frame.
@@ -87,6 +100,7 @@ TRIGGERS: dict[str, str] = {
 
 #: How an unrecognised diagnosis names each form.
 SIGNATURE_NAMES = {
+    "fatal_logged": "a fatal log record",
     "error_level": "a logged error",
     "error_doing": "a logged error",
     "last_logged": "a logged error on the log's last line",
@@ -94,6 +108,7 @@ SIGNATURE_NAMES = {
     "tf_op_failed": "a TensorFlow kernel that failed",
     "thc_check": "a failed CUDA check",
     "cxx_raised": "a C++ exception",
+    "cxx_check": "a failed C++ check",
     "nccl_warn_failure": "an NCCL failure",
     "compiler": "a compiler error",
     "nccl_trace": "an NCCL call that failed",
@@ -109,6 +124,8 @@ FAILURE_SIGNATURES = frozenset(
         "nccl_trace",
         "last_logged",
         "tf_op_failed",
+        "fatal_logged",
+        "cxx_check",
     }
 )
 #: Signatures of a logger's report, routine in the middle of a run.
@@ -131,7 +148,9 @@ _TF_OP_FAILED = lazy_compile(rf"{_OP_FAILED}(?P<message>.*)")
 #: Status codes an op returns in a healthy run: an iterator's end of sequence, a cancelled step.
 _TF_ROUTINE = lazy_compile(r"(?i)out[ _]of[ _]range$|cancelled$")
 _DOING_MESSAGE = lazy_compile(rf"{_DOING}(?P<message>.*)")
-_TRAILING_LEVEL = lazy_compile(rf"(?:{_GLOG}[^\]]*\]|{_RAY}|{_C10}|{_KIT})\s*(?P<message>.*)")
+_TRAILING_LEVEL = lazy_compile(
+    rf"(?:{_GLOG}[^\]]*\]|{_TF_FATAL}|{_RAY}|{_C10}|{_KIT})\s*(?P<message>.*)"
+)
 #: Routine lines that carry the word: a run that prints its error count, a retry it survived.
 _ROUTINE = lazy_compile(r"(?i)\b(?:0 errors?|no errors?|errors?: 0|warn(?:ing)?:|retry|retrying)\b")
 _DETAIL_CHARS = 1000
@@ -139,7 +158,7 @@ _INFO = lazy_compile(r"\b(?:INFO|DEBUG)\b")
 
 
 def _message(signature: str, text: str) -> str:
-    if signature == "error_level":
+    if signature in ("error_level", "fatal_logged"):
         match = _TRAILING_LEVEL.search(text) or _LEVEL_MESSAGE.search(text)
         return match["message"].strip() if match else text.strip()
     if signature == "tf_op_failed":

@@ -16,6 +16,7 @@ traceback at all. Real examples::
     mpirun noticed that process rank 7 with PID 0 on node n1 exited on signal 9 (Killed).
     subprocess.CalledProcessError: Command '['python', 'train.py']' returned non-zero exit status 1.
     [2023-05-01 12:00:03,114] [ERROR] [launch.py:434:sigkill_handler] exits with return code = -11
+    Command exited with non-zero status 255
     ERROR utils.py:42 -- The actor died unexpectedly before finishing this task.
 
 :func:`bare_exception` and :func:`cxx_exception` recognise the first kinds as an exception line
@@ -80,7 +81,7 @@ _RECEIVED = (
 )
 _EXIT_WORDS = (
     r"(?:exit(?:ed)? (?:with )?(?:code|status)|exit code|return(?:ed)? (?:code|status)"
-    r"|exits with return code|non-zero exit status)\s*[:=]?\s*(-?\d+)"
+    r"|exits with return code|non-zero exit status|exited with non-zero status)\s*[:=]?\s*(-?\d+)"
 )
 
 # Ray's word that a worker or actor process died under a task, without a signal or a code.

@@ -419,6 +419,14 @@ def test_words_that_explain_a_worker_failure_rank_above_it() -> None:
             " `Dataset` directory nor a `DatasetDict` directory.",
             "data_error",
         ),
+        # a kernel the GPU cannot run, in TensorFlow's FATAL record (KataGo#325)
+        (
+            "2020-10-03 17:02:24.528951: F .\\tensorflow/core/kernels/random_op_gpu.h:227]"
+            " Non-OK-status: GpuLaunchKernel(FillPhiloxRandomKernelLaunch<Distribution>,"
+            " num_blocks, block_size, 0, d.stream(), gen, data, size, dist) status: Internal:"
+            " invalid device function",
+            "cuda_setup",
+        ),
         # a value the settings must give or bound (vLLM's max_model_len, fairseq's language pair)
         (
             "ValueError: Prompt length of 4834 is longer than the maximum model length of 4096.",

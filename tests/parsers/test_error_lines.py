@@ -90,6 +90,31 @@ from crashcart.parsers import error_lines
             "tf_op_failed",
             "INTERNAL: libdevice not found at ./libdevice.10.bc",
         ),
+        (  # TensorFlow's logger at FATAL, its timestamp already taken off (KataGo#325)
+            "F .\\tensorflow/core/kernels/random_op_gpu.h:227] Non-OK-status:"
+            " GpuLaunchKernel(FillPhiloxRandomKernelLaunch<Distribution>, num_blocks, block_size,"
+            " 0, d.stream(), gen, data, size, dist) status: Internal: invalid device function",
+            "fatal_logged",
+            "Non-OK-status: GpuLaunchKernel(FillPhiloxRandomKernelLaunch<Distribution>, num_blocks,"
+            " block_size, 0, d.stream(), gen, data, size, dist) status: Internal: invalid device"
+            " function",
+        ),
+        (  # ... and as it prints it, and glog's own FATAL
+            "2018-05-28 23:08:09.915981: F tensorflow/core/kernels/conv_ops.cc:667] Check failed:"
+            " stream->parent()->GetConvolveAlgorithms(",
+            "fatal_logged",
+            "Check failed: stream->parent()->GetConvolveAlgorithms(",
+        ),
+        (
+            "F1123 12:00:00.123456  1234 tensor_adapter.cc:23] Check failed: !available_",
+            "fatal_logged",
+            "Check failed: !available_",
+        ),
+        (  # sentencepiece's failed CHECK (sentencepiece#859)
+            "unigram_model_trainer.cc(150) [!std::isnan(score)]",
+            "cxx_check",
+            "unigram_model_trainer.cc(150) [!std::isnan(score)]",
+        ),
     ],
 )
 def test_error_line_forms(line: str, signature: str, message: str) -> None:
@@ -120,6 +145,12 @@ def test_error_line_forms(line: str, signature: str, message: str) -> None:
         # A tf.data iterator that reached its end: every epoch of a healthy run logs it.
         "2021-03-01 10:00:00.1: W tensorflow/core/framework/op_kernel.cc:1767] OP_REQUIRES failed"
         " at iterator_ops.cc:1000 : OUT_OF_RANGE: End of sequence",
+        # sentencepiece's routine progress, and TensorFlow's INFO and WARNING records.
+        "trainer_interface.cc(435) LOG(INFO) Done! preprocessed 54664344 sentences.",
+        "2020-10-03 17:02:22.488913: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1325]"
+        " Created TensorFlow device",
+        "W tensorflow/core/kernels/data/generator_dataset_op.cc:103] Error occurred when"
+        " finalizing GeneratorDataset iterator",
     ],
 )
 def test_not_error_lines(line: str) -> None:
@@ -152,3 +183,9 @@ def test_only_a_logged_error_is_one_on_the_last_line() -> None:
     assert "last_logged" in error_lines.FAILURE_SIGNATURES
     assert error_lines.last_logged("error in roi_align_forward_cuda: invalid argument") is None
     assert error_lines.last_logged("step 10 loss 2.31") is None
+
+
+def test_a_fatal_record_is_a_failure_wherever_it_stands() -> None:
+    # FATAL aborts the process: no traceback follows, often nothing at all.
+    fatal = "2020-10-03 17:02:24.528951: F tensorflow/core/kernels/random_op_gpu.h:227] Non-OK"
+    assert error_lines.parse(fatal)[0].fields["signature"] in error_lines.FAILURE_SIGNATURES

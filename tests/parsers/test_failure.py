@@ -131,6 +131,13 @@ def test_a_job_the_shell_reports_terminated_was_stopped_from_outside() -> None:
     assert categories(run_text(hung)) == ["hang", "preemption"]
 
 
+def test_gnu_times_report_of_a_failed_command_is_its_exit_code() -> None:
+    # time(1) around sentencepiece's spm_train (sentencepiece#859), its last line.
+    (draft,) = failure.parse("Command exited with non-zero status 255")
+    assert draft.kind == "fatal" and draft.fields["exitcode"] == 255
+    assert failure.parse("Command exited with non-zero status 0") == []
+
+
 def test_exit_code_zero_is_not_fatal() -> None:
     assert failure.parse("Process finished with exit code 0") == []
 
