@@ -206,6 +206,13 @@ def _failure_text(fact: Fact) -> tuple[str, str]:
     return fact.kind.replace("_", " "), fields.get("message", "")
 
 
+def _failure_key(fact: Fact) -> str:
+    """The fingerprint of a failure: its name and message, or the process it names where one
+    failure prints many lines (each frame of a stack that a signal handler dumped)."""
+    name, message = _failure_text(fact)
+    return fingerprint(name, fact.fields.get("process") or message)
+
+
 def _is_failure(fact: Fact) -> bool:
     if fact.kind == "exception":
         # A logging handler's caught error never ended a run (its disk_full still has a rule).
@@ -217,9 +224,19 @@ def _is_failure(fact: Fact) -> bool:
     return fact.kind in _WEAK_KINDS
 
 
-def _is_weak(fact: Fact) -> bool:
+#: Error lines that only echo a failure reported elsewhere when there is one: the stack a
+#: signal handler dumps after its "Signal: Aborted (6)" line.
+_ECHO_SIGNATURES = {"crash_frame"}
+
+
+def _strength(fact: Fact) -> int:
+    """0 for a failure in its own right, 1 for a weak one (a signal, an exit code, an error
+    line), 2 for an echo of one; each is reported only when nothing stronger is."""
+    if fact.kind == "error_line" and fact.fields.get("signature") in _ECHO_SIGNATURES:
+        return 2
     # A worker's cut traceback is the tail of the error its main process raised above it.
-    return fact.kind in _WEAK_KINDS or fact.kind == "error_line" or "reraised" in fact.fields
+    weak = fact.kind in _WEAK_KINDS or fact.kind == "error_line" or "reraised" in fact.fields
+    return 1 if weak else 0
 
 
 def unrecognised(
@@ -238,19 +255,19 @@ def unrecognised(
     covered_text = {(line.rank, line.text) for d in results for line in d.evidence}
     facts = [fact for fact in facts if _is_failure(fact) and not survived(fact, progress, after=1)]
     covered_keys = {
-        fingerprint(*_failure_text(fact))
+        _failure_key(fact)
         for fact in facts
         if any((line.path, line.lineno) in covered for line in fact.evidence)
     }
     found: dict[str, Diagnosis] = {}
-    for weak in (False, True):
-        if weak and (results or found):
+    for strength in (0, 1, 2):
+        if strength and (results or found):
             break  # a signal or an exit code only says how a run that failed otherwise ended
         for fact in facts:
-            if _is_weak(fact) != weak:
+            if _strength(fact) != strength:
                 continue
             name, message = _failure_text(fact)
-            key = fingerprint(name, message)
+            key = _failure_key(fact)
             if (
                 key in covered_keys
                 or any((line.path, line.lineno) in covered for line in fact.evidence)

@@ -45,6 +45,13 @@ _C10 = r"\[[EF](?:\d{4} [\d:.]+)? [\w.]+:\d+\]"
 #: TensorFlow's C++ logger at FATAL, which aborts the process after the line:
 #: ``2020-10-03 17:02:24.528951: F .\\tensorflow/core/kernels/random_op_gpu.h:227] Non-OK-status``.
 _TF_FATAL = r"(?:^|\d: )F \S+:\d+\]"
+#: TensorRT's logger (trtexec: ``[11/22/2024-13:40:47] [E] Error[1]: ...``) and onnxruntime's
+#: (``[E:onnxruntime:Default, provider_bridge_ort.cc:1546 ...] ...``).
+_ONE_LETTER = r"\[E\] |\[E:\w+:[^\]]*\] ?"
+#: Open MPI's and UCX's signal handler prints the crashed process' stack, one frame a line:
+#: ``[n193-019-222:14623] [ 4] /usr/lib/.../libcore.so(_ZN4core10BufferImpl7reserve...+0x313)``.
+_CRASH_FRAME = r"\[[\w.-]+:\d+\] \[ ?\d+\] \S+\("
+_CRASH_PROCESS = lazy_compile(r"\[[\w.-]+:\d+\](?= \[ ?\d+\] )")
 #: Omniverse Kit's and carb's logger (Isaac Sim, Isaac Lab): [Error] [gpu.foundation.plugin] ...
 _KIT = r"\[(?:Error|Fatal)\] (?:\[[\w.-]+\] ?)?"
 _NCCL_FAILURE = (
@@ -74,7 +81,9 @@ TRIGGERS: dict[str, str] = {
     # after writing it, so it is the failure whatever follows (often nothing, or ``Aborted``).
     "fatal_logged": rf"^F\d{{4}} \d\d:\d\d:\d\d|{_TF_FATAL}|\d F \d+ \d+\]"
     r"|\[F(?:\d{4} [\d:.]+)? [\w.]+:\d+\]|\[Fatal\] ",
-    "error_level": rf"(?:^|[\s\[|(:]){_LEVEL}(?:[\s\]|:)-]|$)|{_GLOG}|{_RAY}|{_C10}|{_KIT}",
+    "error_level": (
+        rf"(?:^|[\s\[|(:]){_LEVEL}(?:[\s\]|:)-]|$)|{_GLOG}|{_RAY}|{_C10}|{_KIT}|{_ONE_LETTER}"
+    ),
     # A job runner's or a loader's own report, capitalised like a sentence: ai-toolkit's
     # ``Error running job: Control image is required ...``, ``Error processing image: ...``.
     "error_doing": rf"(?:^|[\s\]>|]){_DOING}\S",
@@ -86,6 +95,7 @@ TRIGGERS: dict[str, str] = {
     # (faster-rcnn.pytorch's NMS): ``cudaCheckError() failed : invalid device function``.
     "thc_check": f"{re.escape(_THC_CHECK)}|{re.escape(_CUDA_CHECK)}",
     "cxx_raised": r"Exception raised from \S+ at ",
+    "crash_frame": _CRASH_FRAME,
     # sentencepiece's CHECK that failed, then "Program terminated with an unrecoverable error.":
     # ``bpe_model_trainer.h(69) [(r) <= (kuint16max)]``, ``unigram_model_trainer.cc(150)
     # [!std::isnan(score)]`` (its routine lines say ``LOG(INFO)`` where the brackets are).
@@ -109,6 +119,7 @@ SIGNATURE_NAMES = {
     "thc_check": "a failed CUDA check",
     "cxx_raised": "a C++ exception",
     "cxx_check": "a failed C++ check",
+    "crash_frame": "a crashed process' stack",
     "nccl_warn_failure": "an NCCL failure",
     "compiler": "a compiler error",
     "nccl_trace": "an NCCL call that failed",
@@ -126,6 +137,7 @@ FAILURE_SIGNATURES = frozenset(
         "tf_op_failed",
         "fatal_logged",
         "cxx_check",
+        "crash_frame",
     }
 )
 #: Signatures of a logger's report, routine in the middle of a run.
@@ -149,7 +161,7 @@ _TF_OP_FAILED = lazy_compile(rf"{_OP_FAILED}(?P<message>.*)")
 _TF_ROUTINE = lazy_compile(r"(?i)out[ _]of[ _]range$|cancelled$")
 _DOING_MESSAGE = lazy_compile(rf"{_DOING}(?P<message>.*)")
 _TRAILING_LEVEL = lazy_compile(
-    rf"(?:{_GLOG}[^\]]*\]|{_TF_FATAL}|{_RAY}|{_C10}|{_KIT})\s*(?P<message>.*)"
+    rf"(?:{_GLOG}[^\]]*\]|{_TF_FATAL}|{_RAY}|{_C10}|{_KIT}|{_ONE_LETTER})\s*(?P<message>.*)"
 )
 #: Routine lines that carry the word: a run that prints its error count, a retry it survived.
 _ROUTINE = lazy_compile(r"(?i)\b(?:0 errors?|no errors?|errors?: 0|warn(?:ing)?:|retry|retrying)\b")
@@ -209,5 +221,7 @@ def parse(text: str) -> list[Draft]:
                 return []
             fields = {"signature": signature, "message": message[:300], "quote": message[:300]}
             fields["detail"] = line.strip()[:_DETAIL_CHARS]
+            if signature == "crash_frame" and (process := _CRASH_PROCESS.search(line)):
+                fields["process"] = process.group()  # its frames are one failure
             return [Draft("error_line", fields)]
     return []

@@ -68,11 +68,13 @@ _CORE_SIGNAL = (
     r"|terminated)"  # the shell's word for a job that SIGTERM stopped (timeout, kill, a scheduler)
     r"(?: \(core dumped\)|: \d+)?"  # macOS's shell: "Abort trap: 6"
 )
-# A shell's report of a job it ran: zsh's "[1]    31337 killed     python train.py", bash's
+# A shell's report of a job it ran: zsh's "[1]    31337 killed     python train.py" (or
+# "[1]    357200 floating point exception (core dumped)  python make_onnx.py"), bash's
 # "./train.sh: line 60: 11880 Killed    python3 train.py", dash's "./train.sh: 60: 11880 killed".
 _SHELL = (
     r"(?:\[\d+\]\s+\d+|^\S+: (?:line )?\s*\d+:\s+\d+)"
-    r" ([Kk]illed|[Tt]erminated|[Ss]egmentation fault|[Aa]bort(?:ed)?|[Bb]us error)\s"
+    r" ([Kk]illed|[Tt]erminated|[Ss]egmentation fault|[Aa]bort(?:ed)?|[Bb]us error"
+    r"|[Ff]loating point exception|[Ii]llegal instruction)\s"
 )
 _HANDLER = r"\] Signal: [A-Z][a-z][\w ]* \((\d+)\)"
 _RECEIVED = (

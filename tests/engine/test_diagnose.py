@@ -192,3 +192,14 @@ def test_a_native_library_missing_for_this_torch_is_an_extension_build_problem()
 def test_an_unknown_architecture_name_is_a_config_error() -> None:
     report = run_text("ValueError: Unknown architecture: torchmd_gn\n")
     assert categories(report) == ["config_error"]
+
+
+def test_a_missing_name_the_library_falls_back_from_is_no_failure() -> None:
+    # fairseq#3597: the optional CUDA kernel is missing, the CPU version runs, every step.
+    fallback = (
+        "cannot import name 'libnat_cuda' from 'fairseq' (/home/u/fairseq/fairseq/__init__.py)..."
+        " fall back to CPU version\n"
+    )
+    assert run_text(fallback * 3).diagnoses == []
+    missing = "ImportError: cannot import name 'libnat_cuda' from 'fairseq' (/home/u/x.py)\n"
+    assert categories(run_text(missing)) == ["import_error"]

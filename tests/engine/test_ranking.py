@@ -238,3 +238,21 @@ def test_a_scheduler_that_says_the_job_is_preempted_is_preemption() -> None:
         """
     )
     assert categories(report)[:1] == ["preemption"]
+
+
+def test_the_stack_a_signal_handler_dumps_is_one_failure_and_only_an_echo() -> None:
+    # Open MPI's handler (HugeCTR#389): the signal, then the crashed process' frames.
+    dumped = """\
+[b:117125] *** Process received signal ***
+[b:117125] Signal: Aborted (6)
+[b:117125] [ 0] /usr/lib/x86_64-linux-gnu/libc.so.6(+0x43090)[0x7fb889e50090]
+[b:117125] [ 1] /usr/lib/x86_64-linux-gnu/libc.so.6(gsignal+0xcb)[0x7fb889e5000b]
+[b:117125] [ 2] /usr/lib/x86_64-linux-gnu/libc.so.6(abort+0x12b)[0x7fb889e2f859]
+"""
+    (diagnosis,) = run_text(dumped).diagnoses
+    assert diagnosis.title == "Unrecognised failure: the process died with SIGABRT"
+    # The frames alone (the paste began below the signal line, DeepRec#838): one diagnosis.
+    frames = "\n".join(dumped.splitlines()[3:]) + "\n"
+    (diagnosis,) = run_text(frames).diagnoses
+    assert diagnosis.title == "Unrecognised failure: a crashed process' stack"
+    assert diagnosis.evidence[0].text.startswith("[b:117125] [ 1]")

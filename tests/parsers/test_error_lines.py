@@ -110,6 +110,28 @@ from crashcart.parsers import error_lines
             "fatal_logged",
             "Check failed: !available_",
         ),
+        (  # TensorRT's trtexec logger (TensorRT#4258)
+            "[11/22/2024-13:40:47] [E] Error[1]: [defaultAllocator.cpp::allocate::31] Error Code 1:"
+            " Cuda Runtime (out of memory)",
+            "error_level",
+            "Error[1]: [defaultAllocator.cpp::allocate::31] Error Code 1: Cuda Runtime (out of"
+            " memory)",
+        ),
+        (  # onnxruntime's logger on Windows (ZenlessZoneZero-Auto#137)
+            "2024-08-08 21:43:38.9311958 [E:onnxruntime:Default, provider_bridge_ort.cc:1546"
+            " onnxruntime::TryGetProviderInfo_CUDA] onnxruntime::ProviderLibrary::Get"
+            " [ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126",
+            "error_level",
+            "onnxruntime::ProviderLibrary::Get [ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed"
+            " with error 126",
+        ),
+        (  # a frame of the stack Open MPI's signal handler dumps (DeepRec#838)
+            "[n193-019-222:14623] [ 5] /usr/lib/python3.8/site-packages/sparse_operation_kit/lib/"
+            "libcore.so(_ZN4core10BufferImpl7reserveERKNS_5ShapeE+0x313)[0x7fb5a5025143]",
+            "crash_frame",
+            "[n193-019-222:14623] [ 5] /usr/lib/python3.8/site-packages/sparse_operation_kit/lib/"
+            "libcore.so(_ZN4core10BufferImpl7reserveERKNS_5ShapeE+0x313)[0x7fb5a5025143]",
+        ),
         (  # sentencepiece's failed CHECK (sentencepiece#859)
             "unigram_model_trainer.cc(150) [!std::isnan(score)]",
             "cxx_check",
@@ -145,6 +167,11 @@ def test_error_line_forms(line: str, signature: str, message: str) -> None:
         # A tf.data iterator that reached its end: every epoch of a healthy run logs it.
         "2021-03-01 10:00:00.1: W tensorflow/core/framework/op_kernel.cc:1767] OP_REQUIRES failed"
         " at iterator_ops.cc:1000 : OUT_OF_RANGE: End of sequence",
+        # TensorRT's warning and onnxruntime's.
+        "[11/22/2024-13:40:47] [W] [TRT] Requested amount of GPU memory could not be allocated.",
+        "2024-08-08 21:43:38.9401202 [W:onnxruntime:Default, onnxruntime_pybind_state.cc:861"
+        " onnxruntime::python::CreateExecutionProviderInstance] Failed to create"
+        " CUDAExecutionProvider.",
         # sentencepiece's routine progress, and TensorFlow's INFO and WARNING records.
         "trainer_interface.cc(435) LOG(INFO) Done! preprocessed 54664344 sentences.",
         "2020-10-03 17:02:22.488913: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1325]"

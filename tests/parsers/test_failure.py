@@ -97,6 +97,13 @@ def test_code_warnings_and_prose_are_not_exceptions(line: str) -> None:
         ("[149-130-218-240:10948] Signal: Aborted (6)", "SIGABRT", None),
         ("traceback : signal 9 (SIGKILL) received by PID 36071", "SIGKILL", None),
         ("Abort trap: 6", "SIGABRT", None),  # macOS's shell
+        # zsh's report of a job that crashed (FoundationStereo#215)
+        (
+            "[1]    357200 floating point exception (core dumped)  XFORMERS_DISABLED=1 python"
+            " scripts/make_onnx.py --save_path  --ckpt_dir   192",
+            "SIGFPE",
+            None,
+        ),
         # bash's word for a job that SIGTERM stopped (YOLOX#646), and its job report.
         ("Terminated", "SIGTERM", None),
         ("./run.sh: line 9:  4242 Terminated              python train.py", "SIGTERM", None),

@@ -554,3 +554,9 @@ def test_a_warning_that_speaks_of_nan_losses_is_no_nan_loss() -> None:
     assert "nan_loss" not in categories(report)
     stopped = run_text("Epoch 3: NaN loss detected, stopping training.\n")
     assert categories(stopped)[:1] == ["nan_loss"]
+
+
+def test_a_shell_kill_with_the_pastes_closing_backtick_is_read() -> None:
+    # llama.cpp#5156: the code block's closing backtick on the shell's "Killed" line.
+    report = run_text("blk.35.ffn_norm.weight, n_dims = 1, torch.bfloat16 --> float32\nKilled`\n")
+    assert categories(report) == ["host_oom"]
