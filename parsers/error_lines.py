@@ -52,6 +52,9 @@ _ONE_LETTER = r"\[E\] |\[E:\w+:[^\]]*\] ?"
 #: ``[n193-019-222:14623] [ 4] /usr/lib/.../libcore.so(_ZN4core10BufferImpl7reserve...+0x313)``.
 _CRASH_FRAME = r"\[[\w.-]+:\d+\] \[ ?\d+\] \S+\("
 _CRASH_PROCESS = lazy_compile(r"\[[\w.-]+:\d+\](?= \[ ?\d+\] )")
+_PHYSX = (
+    r"\S \(\d+\) : (?:internal error|invalid parameter|invalid operation|out of memory|abort) : "
+)
 #: Omniverse Kit's and carb's logger (Isaac Sim, Isaac Lab): [Error] [gpu.foundation.plugin] ...
 _KIT = r"\[(?:Error|Fatal)\] (?:\[[\w.-]+\] ?)?"
 _NCCL_FAILURE = (
@@ -96,6 +99,9 @@ TRIGGERS: dict[str, str] = {
     "thc_check": f"{re.escape(_THC_CHECK)}|{re.escape(_CUDA_CHECK)}",
     "cxx_raised": r"Exception raised from \S+ at ",
     "crash_frame": _CRASH_FRAME,
+    # PhysX's error callback (Isaac Gym and Isaac Lab, SAPIEN and ManiSkill): ``.../
+    # PxgNarrowphaseCore.cpp (2185) : internal error : PxgDynamicsMemoryConfig::...``.
+    "physx_error": _PHYSX,
     # sentencepiece's CHECK that failed, then "Program terminated with an unrecoverable error.":
     # ``bpe_model_trainer.h(69) [(r) <= (kuint16max)]``, ``unigram_model_trainer.cc(150)
     # [!std::isnan(score)]`` (its routine lines say ``LOG(INFO)`` where the brackets are).
@@ -120,6 +126,7 @@ SIGNATURE_NAMES = {
     "cxx_raised": "a C++ exception",
     "cxx_check": "a failed C++ check",
     "crash_frame": "a crashed process' stack",
+    "physx_error": "a PhysX error",
     "nccl_warn_failure": "an NCCL failure",
     "compiler": "a compiler error",
     "nccl_trace": "an NCCL call that failed",
@@ -138,6 +145,7 @@ FAILURE_SIGNATURES = frozenset(
         "fatal_logged",
         "cxx_check",
         "crash_frame",
+        "physx_error",
     }
 )
 #: Signatures of a logger's report, routine in the middle of a run.
@@ -181,6 +189,8 @@ def _message(signature: str, text: str) -> str:
     if signature == "error_doing":
         match = _DOING_MESSAGE.search(text)
         return match["message"].strip() if match else ""
+    if signature == "physx_error":
+        return text.split(" : ", 2)[-1].strip()
     if signature == "nccl_trace":
         where, code = text.split("NCCL INFO ", 1)[1].split(" -> ", 1)
         code = code.strip()[:1]

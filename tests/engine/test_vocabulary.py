@@ -469,3 +469,14 @@ def test_data_and_settings_words_stay_quiet_on_their_look_alikes() -> None:
     assert "config_error" not in categories(
         run_text("ValueError: please provide a tokenizer or a processor\n")
     )
+
+
+def test_a_buffer_that_overflowed_is_a_capacity_to_raise_not_a_nan() -> None:
+    # IsaacLab#1199: PhysX's collision stack, too small for 16k environments.
+    physx = (
+        "/buildAgent/work/99bede84aa0a52c2/source/gpunarrowphase/src/PxgNarrowphaseCore.cpp (2185)"
+        " : internal error : PxgDynamicsMemoryConfig::collisionStackSize buffer overflow"
+        " detected, please increase its size to at least 1484579544 in the scene desc!\n"
+    )
+    assert categories(run_text(physx)) == ["config_error"]
+    assert categories(run_text("RuntimeError: gradient overflow, loss is inf\n")) == ["nan_loss"]

@@ -132,6 +132,14 @@ from crashcart.parsers import error_lines
             "[n193-019-222:14623] [ 5] /usr/lib/python3.8/site-packages/sparse_operation_kit/lib/"
             "libcore.so(_ZN4core10BufferImpl7reserveERKNS_5ShapeE+0x313)[0x7fb5a5025143]",
         ),
+        (  # PhysX's error callback under Isaac Lab (IsaacLab#1199)
+            "/buildAgent/work/99bede84aa0a52c2/source/gpunarrowphase/src/PxgNarrowphaseCore.cpp"
+            " (2185) : internal error : PxgDynamicsMemoryConfig::collisionStackSize buffer overflow"
+            " detected, please increase its size to at least 1484579544 in the scene desc!",
+            "physx_error",
+            "PxgDynamicsMemoryConfig::collisionStackSize buffer overflow detected, please increase"
+            " its size to at least 1484579544 in the scene desc!",
+        ),
         (  # sentencepiece's failed CHECK (sentencepiece#859)
             "unigram_model_trainer.cc(150) [!std::isnan(score)]",
             "cxx_check",

@@ -560,3 +560,11 @@ def test_a_shell_kill_with_the_pastes_closing_backtick_is_read() -> None:
     # llama.cpp#5156: the code block's closing backtick on the shell's "Killed" line.
     report = run_text("blk.35.ffn_norm.weight, n_dims = 1, torch.bfloat16 --> float32\nKilled`\n")
     assert categories(report) == ["host_oom"]
+
+
+def test_a_shell_kill_written_over_a_progress_bar_is_read() -> None:
+    # alfred#33: "Killed" over the start of the bar it interrupted.
+    report = run_text(
+        "Killed:   0%|\u258f                    | 4/2628 [00:11<2:09:00,  2.95s/it]\n"
+    )
+    assert categories(report) == ["host_oom"]

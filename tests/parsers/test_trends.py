@@ -146,6 +146,14 @@ def test_no_slowdown_from_one_slow_step_at_the_end_or_a_fast_run() -> None:
     assert trends.slowdown("step_time_s", series([0.3, 0.35])) is None
 
 
+def test_a_timer_counting_since_the_start_is_no_slowdown() -> None:
+    # habitat-baselines (sound-spaces#7): env-time totals, each stretch shorter as fps rises.
+    totals = [175.496, 296.408, 407.734, 497.451, 578.911, 643.510]
+    assert trends.slowdown("step_time_s", series(totals)) is None
+    # Per-step times that climb faster and faster are a slowdown, however smooth.
+    assert trends.slowdown("step_time_s", series([1.0, 1.1, 1.3, 1.8, 2.6, 3.9])) is not None
+
+
 def test_a_loss_that_jumps_and_stays_up_diverged() -> None:
     values = [1.9, 1.8, 1.75, 1.8, 1.72, 1.7, 1.69, 1.7019, 11.46, 11.75, 11.5, 11.48, 12.19, 10.02]
     draft = trends.jumped("loss", series(values))
