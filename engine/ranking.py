@@ -206,10 +206,10 @@ def _failure_text(fact: Fact) -> tuple[str, str]:
     return fact.kind.replace("_", " "), fields.get("message", "")
 
 
-def _failure_key(fact: Fact) -> str:
-    """The fingerprint of a failure: its name and message, or the process it names where one
-    failure prints many lines (each frame of a stack that a signal handler dumped)."""
-    name, message = _failure_text(fact)
+def _failure_key(fact: Fact, name: str, message: str) -> str:
+    """The fingerprint of a failure (``name`` and ``message`` as :func:`_failure_text` gives
+    them), or of the process it names where one failure prints many lines (each frame of a
+    stack that a signal handler dumped)."""
     return fingerprint(name, fact.fields.get("process") or message)
 
 
@@ -255,7 +255,7 @@ def unrecognised(
     covered_text = {(line.rank, line.text) for d in results for line in d.evidence}
     facts = [fact for fact in facts if _is_failure(fact) and not survived(fact, progress, after=1)]
     covered_keys = {
-        _failure_key(fact)
+        _failure_key(fact, *_failure_text(fact))
         for fact in facts
         if any((line.path, line.lineno) in covered for line in fact.evidence)
     }
@@ -267,7 +267,7 @@ def unrecognised(
             if _strength(fact) != strength:
                 continue
             name, message = _failure_text(fact)
-            key = _failure_key(fact)
+            key = _failure_key(fact, name, message)
             if (
                 key in covered_keys
                 or any((line.path, line.lineno) in covered for line in fact.evidence)

@@ -50,8 +50,7 @@ _TF_FATAL = r"(?:^|\d: )F \S+:\d+\]"
 _ONE_LETTER = r"\[E\] |\[E:\w+:[^\]]*\] ?"
 #: Open MPI's and UCX's signal handler prints the crashed process' stack, one frame a line:
 #: ``[n193-019-222:14623] [ 4] /usr/lib/.../libcore.so(_ZN4core10BufferImpl7reserve...+0x313)``.
-_CRASH_FRAME = r"\[[\w.-]+:\d+\] \[ ?\d+\] \S+\("
-_CRASH_PROCESS = lazy_compile(r"\[[\w.-]+:\d+\](?= \[ ?\d+\] )")
+_CRASH_FRAME = r"(?P<process>\[[\w.-]+:\d+\]) \[ ?\d+\] \S+\("
 _PHYSX = (
     r"\S \(\d+\) : (?:internal error|invalid parameter|invalid operation|out of memory|abort) : "
 )
@@ -225,13 +224,13 @@ def parse(text: str) -> list[Draft]:
     for signature, pattern in _COMPILED.items():
         if signature == "os_error" and _INFO.search(line):
             continue  # a library's note on something optional it did not find (NCCL's plugin)
-        if pattern.search(line):
+        if match := pattern.search(line):
             message = _message(signature, line)
             if not message:
                 return []
             fields = {"signature": signature, "message": message[:300], "quote": message[:300]}
             fields["detail"] = line.strip()[:_DETAIL_CHARS]
-            if signature == "crash_frame" and (process := _CRASH_PROCESS.search(line)):
-                fields["process"] = process.group()  # its frames are one failure
+            if signature == "crash_frame":
+                fields["process"] = match["process"]  # its frames are one failure
             return [Draft("error_line", fields)]
     return []

@@ -67,14 +67,20 @@ def _hyperscan_patterns(patterns: list[str], anchors: list[bool]) -> list[bytes]
     as written and their reports are folded into lines after the scan.
     """
     return [
-        (f"(?:{p})[^\n]*$" if anchor else without_line_starts(p)).encode()
+        (f"(?:{p})[^\n]*$" if anchor else without_line_edges(p)).encode()
         for p, anchor in zip(patterns, anchors, strict=True)
     ]
 
 
-def without_line_starts(pattern: str) -> str:
-    """``pattern`` with its ``^`` anchors dropped: a pattern that finds every line the original
-    finds, and maybe more, which the rule's own regex then checks line by line.
+#: What may stand between a pattern's ``$`` and the raw line's end (see without_line_edges).
+_PASTED_LINE_END = r"[`*\s]*$"
+
+
+def without_line_edges(pattern: str) -> str:
+    """``pattern`` loosened to the raw line: its ``^`` anchors dropped, and its ``$`` anchors
+    allowed after what a paste leaves at a line's end (markdown's closing backtick or emphasis),
+    which :func:`.lines.peel` takes off before the rule's own regex reads the line. It finds
+    every line the original finds, and maybe more, which that regex then checks.
 
     Hyperscan 5.4 (python-hyperscan 0.9.1) loses matches when several multi-line patterns of one
     database start with ``^``: ``^\\s*full_key: \\w+`` and ``^\\s*(?:mapping values|found
@@ -95,6 +101,9 @@ def without_line_starts(pattern: str) -> str:
         elif char == "[":
             in_class = True
         elif char == "^":
+            continue
+        elif char == "$":
+            out.append(_PASTED_LINE_END)
             continue
         out.append(char)
     return "".join(out)
