@@ -110,8 +110,8 @@ FACT_KINDS: dict[str, dict[str, str]] = {
     "error_line": {
         "signature": "fatal_logged | error_level | error_doing | last_logged | error_in |"
         " tf_op_failed | thc_check | cxx_raised | cxx_check | crash_frame | physx_error |"
-        " nccl_warn_failure | compiler | nccl_trace | os_error: the form of the line (a"
-        " logger's FATAL or ERROR, a kernel's `error in f:`, ...)",
+        " nccl_warn_failure | compiler_fatal | compiler | error_report | nccl_trace | os_error:"
+        " the form of the line (a logger's FATAL or ERROR, a kernel's `error in f:`, ...)",
         "message": "the text after the error marker",
         "quote": "the same text, under the name the exception's quote has",
         "detail": "the whole line (up to 1000 characters), for vocabulary rules",
@@ -200,6 +200,13 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "ratio": "last value / best value",
         "step": "step of the last value",
         "limit": "set when the last values are all beyond this magnitude, which no healthy run reaches",
+    },
+    "collapsed": {
+        "metric": "loss",
+        "before": "the last loss before it fell to exactly zero, as printed",
+        "records": "records at the end that printed a loss of exactly zero",
+        "step": "step of the first zero",
+        "epoch": "epoch of the first zero",
     },
     "plateau": {
         "metric": "loss",

@@ -378,7 +378,8 @@ class SeriesTracker:
                 found += [
                     (d, [min(points, key=lambda p: p.value), points[-1]])
                     for d in [
-                        trends.divergence(name, points)
+                        trends.collapsed(name, points)
+                        or trends.divergence(name, points)
                         or trends.exploded(name, points)
                         or trends.jumped(name, points)
                         or trends.erratic(name, points)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 
+from . import failure
 from .base import Draft, never_raises
 from .failure import bare_exception
 from .lazy import lazy_compile
@@ -106,7 +107,13 @@ TRIGGERS: dict[str, str] = {
     # [!std::isnan(score)]`` (its routine lines say ``LOG(INFO)`` where the brackets are).
     "cxx_check": r"^[\w/.-]+\.(?:cc|cpp|h)\(\d+\) \[[^\]]+\]",
     "nccl_warn_failure": _NCCL_FAILURE,
-    "compiler": r"(?:fatal error|\berror): [\w'\"/]",  # not dlopen's "dlerror: "
+    # A C or CUDA compiler's fatal error stops the build of an extension the run needs:
+    # ``cc1plus: fatal error: cuda_runtime.h: No such file or directory``.
+    "compiler_fatal": r"\bfatal error: [\w'\"/<]",
+    "compiler": r"\berror: [\w'\"/]",  # not dlopen's "dlerror: "
+    # A program's own report of what stopped it, at the start of its line or after its
+    # timestamp: Marian's ``[2023-11-14 00:01:33] Error: CUDA error 999 'unknown error' - ...``.
+    "error_report": r"(?:^|\] )Error: \S",
     # NCCL traces a failing call's way out at INFO level, one ``file:line -> code`` per frame.
     "nccl_trace": r"NCCL INFO [\w/.]+\.(?:cc|h|cu):\d+ -> [1-6]\b",
     # A tool's perror(3): ``prog: what it tried: strerror``, printed by sox, tar, ffmpeg, a shell.
@@ -119,6 +126,7 @@ SIGNATURE_NAMES = {
     "error_level": "a logged error",
     "error_doing": "a logged error",
     "last_logged": "a logged error on the log's last line",
+    "last_line": "the log's last sentence",
     "error_in": "an error in a native function",
     "tf_op_failed": "a TensorFlow kernel that failed",
     "thc_check": "a failed CUDA check",
@@ -127,7 +135,9 @@ SIGNATURE_NAMES = {
     "crash_frame": "a crashed process' stack",
     "physx_error": "a PhysX error",
     "nccl_warn_failure": "an NCCL failure",
+    "compiler_fatal": "a compiler's fatal error",
     "compiler": "a compiler error",
+    "error_report": "a program's error report",
     "nccl_trace": "an NCCL call that failed",
     "os_error": "a tool's system error",
 }
@@ -145,6 +155,8 @@ FAILURE_SIGNATURES = frozenset(
         "cxx_check",
         "crash_frame",
         "physx_error",
+        "compiler_fatal",
+        "error_report",
     }
 )
 #: Signatures of a logger's report, routine in the middle of a run.
@@ -200,6 +212,10 @@ def _message(signature: str, text: str) -> str:
     if signature == "os_error":
         # A progress bar redrawn on the same line comes first: the tool's words follow its ``]``.
         return re.sub(r"^.*/(?:s|it)\]\s*", "", text).strip()
+    if signature == "error_report":
+        return text.split("Error: ", 1)[1].strip()
+    if signature == "compiler_fatal":
+        return text.split("fatal error: ", 1)[1].strip()
     return text.split("error: ", 1)[-1].strip()
 
 
@@ -212,6 +228,35 @@ def last_logged(text: str) -> Draft | None:
         return None
     found[0].fields["signature"] = "last_logged"
     return found[0]
+
+
+#: A sentence (three words of letters in a row: a message, not a table row or a path) that
+#: says something could not be done. A log that ends on a note or a warning ended well.
+_SENTENCE = lazy_compile(r"[A-Za-z]{2,}[,;:]? [A-Za-z]{2,}[,;:]? [A-Za-z]{2,}")
+_FAILED_WORDS = lazy_compile(
+    r"(?i)\b(?:error|failed|failure|cannot|can't|could not|couldn't|unable to|invalid"
+    r"|exceeds?|larger than the maximum|too (?:large|long|big|many)|not (?:enough|supported"
+    r"|allowed|permitted|found|implemented)|no such|is missing|aborted|aborting|denied)\b"
+)
+_NOTED = lazy_compile(
+    r"(?i)warn|\bnote\b|\bskipp|\bignor|\bif you\b|\bmay\b|\bmight\b|\bfall(?:ing)? ?back\b"
+)
+
+
+def last_line(text: str) -> Draft | None:
+    """The draft for the sentence that ends a log: a message a program printed on its way out
+    without an error's form (vLLM's "The model's max seq len (29000) is larger than the maximum
+    number of tokens that can be stored in KV cache (23648)."). Its signature, ``last_line``,
+    shows no failure by itself: only vocabulary rules read its words. ``None`` for a line that
+    is no sentence, or that another reader already takes (an error line, an exception)."""
+    if not _SENTENCE.search(text) or not _FAILED_WORDS.search(text) or _NOTED.search(text):
+        return None
+    if parse(text) or bare_exception(text) is not None or failure.parse(text):
+        return None
+    message = text.strip()[:300]
+    fields = {"signature": "last_line", "message": message, "quote": message}
+    fields["detail"] = text.strip()[:_DETAIL_CHARS]
+    return Draft("error_line", fields)
 
 
 @never_raises

@@ -866,7 +866,7 @@ class Extractor:
         if back is None or (back == len(lines) - 1 and len(state.tail) >= waits.TAIL_BYTES):
             return  # no line, or only the end of one longer than the bytes kept
         line = make_line(state.name, state.lineno - back, lines[-1 - back], state.default_rank)
-        draft = error_lines.last_logged(line.text)
+        draft = error_lines.last_logged(line.text) or error_lines.last_line(line.text)
         if draft is not None:
             out.append(Finding(draft, [line], line.rank, self.attempt))
 

@@ -69,12 +69,14 @@ _CORE_SIGNAL = (
     r"(?: \(core dumped\)|: \d+)?"  # macOS's shell: "Abort trap: 6"
 )
 # A shell's report of a job it ran: zsh's "[1]    31337 killed     python train.py" (or
-# "[1]    357200 floating point exception (core dumped)  python make_onnx.py"), bash's
-# "./train.sh: line 60: 11880 Killed    python3 train.py", dash's "./train.sh: 60: 11880 killed".
+# "[1]    357200 floating point exception (core dumped)  python make_onnx.py", or "[1]
+# 2843557 killed" and nothing after), bash's "./train.sh: line 60: 11880 Killed    python3
+# train.py", dash's "./train.sh: 60: 11880 killed", and zsh's for a command it ran in the
+# foreground: "zsh: bus error  yolo task=detect mode=train", often glued to a progress bar.
 _SHELL = (
-    r"(?:\[\d+\]\s+\d+|^\S+: (?:line )?\s*\d+:\s+\d+)"
+    r"(?:^\[\d+\]\s+\d+|^\S+: (?:line )?\s*\d+:\s+\d+|\bzsh:)"
     r" ([Kk]illed|[Tt]erminated|[Ss]egmentation fault|[Aa]bort(?:ed)?|[Bb]us error"
-    r"|[Ff]loating point exception|[Ii]llegal instruction)\s"
+    r"|[Ff]loating point exception|[Ii]llegal instruction)(?:\s|$)"
 )
 _HANDLER = r"\] Signal: [A-Z][a-z][\w ]* \((\d+)\)"
 _RECEIVED = (
@@ -145,7 +147,7 @@ _SIGNAL_NAMES = {
     "terminated": "SIGTERM",
 }
 _SIGNAL_WORD = lazy_compile(rf"(?i){_CORE_SIGNAL}\s*$")
-_SHELL_KILLED = lazy_compile(f"^{_SHELL}")
+_SHELL_KILLED = lazy_compile(_SHELL)
 _SIGNAL = lazy_compile(f"(?i){_RECEIVED}")
 _HANDLER_SIGNAL = lazy_compile(_HANDLER)
 _EXIT = lazy_compile(f"(?i){_EXIT_WORDS}")
@@ -204,12 +206,9 @@ def parse(text: str) -> list[Draft]:
     for line in text.splitlines()[:50]:
         fields: dict[str, Any] = {}
         stripped = line.strip()
-        word = _SIGNAL_WORD.search(stripped) or _SHELL_KILLED.match(stripped)
-        if word and (
-            word.start() == 0
-            or stripped.startswith("Fatal Python error")
-            or _SHELL_KILLED.match(stripped)
-        ):
+        shell = _SHELL_KILLED.search(stripped)
+        word = _SIGNAL_WORD.search(stripped) or shell
+        if word and (word.start() == 0 or stripped.startswith("Fatal Python error") or shell):
             fields["signal_name"] = _SIGNAL_NAMES[word.group(1).lower()]
         if "Fatal Python error: " in stripped:
             detail = stripped.split("Fatal Python error: ", 1)[1].lower()

@@ -427,6 +427,43 @@ def _far_apart_and_equal(first: Point, last: Point) -> bool:
     )
 
 
+#: A loss this far from zero cannot reach exactly zero by the next record: a model that learns
+#: approaches zero through small values (0.0025, 0.0007, ...), it does not jump there.
+COLLAPSED_FROM = 0.5
+#: Records of exactly zero, to the end of the log, that make a collapse.
+COLLAPSED_RECORDS = 3
+
+
+def collapsed(name: str, points: list[Point]) -> Draft | None:
+    """The loss jumped from a real value to exactly zero and stayed there to the end of the log
+    (the HF Trainer's ``'loss': 12.6002`` then ``'loss': 0.0`` record after record): the loss no
+    longer measures anything. Under fp16 the step losses overflowed to inf or NaN and the
+    trainer's NaN filter or a skipped step hides them; otherwise every label of every batch
+    is masked out."""
+    if name != "loss":
+        return None
+    records = _records(points)
+    run = 0
+    for point in reversed(records):
+        if point.value != 0:
+            break
+        run += 1
+    if run < COLLAPSED_RECORDS or run == len(records):
+        return None
+    before = records[-run - 1]
+    if not before.value >= COLLAPSED_FROM:
+        return None
+    first_zero = records[-run]
+    fields: dict[str, Any] = {
+        "metric": name,
+        "before": printed(before.value),
+        "records": run,
+        **_where(first_zero),
+        **({"epoch": first_zero.epoch} if first_zero.epoch is not None else {}),
+    }
+    return Draft("collapsed", fields)
+
+
 def frozen(name: str, points: list[Point]) -> Draft | None:
     """The loss printed identically record after record to the end of the log (Keras'
     ``loss: 5.7257`` three epochs running, ``loss:0.0000`` for twelve): the weights no longer

@@ -56,7 +56,7 @@ from crashcart.parsers import error_lines
         ),
         (
             "/usr/include/cuda_fp16.h:12: fatal error: cuda_runtime.h: No such file or directory",
-            "compiler",
+            "compiler_fatal",
             "cuda_runtime.h: No such file or directory",
         ),
         (  # Omniverse Kit's logger in Isaac Sim / Isaac Lab (IsaacLab#4244)
@@ -145,6 +145,19 @@ from crashcart.parsers import error_lines
             "cxx_check",
             "unigram_model_trainer.cc(150) [!std::isnan(score)]",
         ),
+        (  # a compiler that cannot build the extension the run needs (DA-Transformer#17)
+            "cc1plus: fatal error: cuda_runtime.h: No such file or directory compilation"
+            " terminated.",
+            "compiler_fatal",
+            "cuda_runtime.h: No such file or directory compilation terminated.",
+        ),
+        (  # Marian's report of what stopped it, after its timestamp (firefox-translations)
+            "[2025-01-21 16:30:37] Error: CUDA error 999 'unknown error' - /builds/src/tensors/"
+            "gpu/algorithm.cu:54: cudaStreamSynchronize(0)",
+            "error_report",
+            "CUDA error 999 'unknown error' - /builds/src/tensors/gpu/algorithm.cu:54:"
+            " cudaStreamSynchronize(0)",
+        ),
     ],
 )
 def test_error_line_forms(line: str, signature: str, message: str) -> None:
@@ -224,3 +237,44 @@ def test_a_fatal_record_is_a_failure_wherever_it_stands() -> None:
     # FATAL aborts the process: no traceback follows, often nothing at all.
     fatal = "2020-10-03 17:02:24.528951: F tensorflow/core/kernels/random_op_gpu.h:227] Non-OK"
     assert error_lines.parse(fatal)[0].fields["signature"] in error_lines.FAILURE_SIGNATURES
+
+
+def test_a_compilers_fatal_error_and_a_programs_error_report_are_failures() -> None:
+    assert {"compiler_fatal", "error_report"} <= error_lines.FAILURE_SIGNATURES
+    # A compiler's plain error may be one it recovers from (a probe for an optional feature).
+    assert "compiler" not in error_lines.FAILURE_SIGNATURES
+    assert (
+        error_lines.parse("x.cpp:3: error: 'nullptr' was not declared")[0].fields["signature"]
+        == "compiler"
+    )
+    assert error_lines.parse("Validation Error: 0.31 at epoch 3") == []  # not at a line's start
+
+
+def test_the_sentence_a_log_ends_on_is_read_when_it_says_something_failed() -> None:
+    # vLLM's engine printed this and exited, without an exception (vllm#10517).
+    ended = (
+        "The model's max seq len (29000) is larger than the maximum number of tokens that can be"
+        " stored in KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing"
+        " `max_model_len` when initializing the engine."
+    )
+    draft = error_lines.last_line(ended)
+    assert draft is not None and draft.fields["signature"] == "last_line"
+    assert draft.fields["detail"] == ended
+    assert "last_line" not in error_lines.FAILURE_SIGNATURES  # only vocabulary rules read it
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Training finished, saving the model to ./output",  # nothing failed
+        "epoch 3 | loss 0.31 | error 0.12",  # a metric line, no sentence
+        # A note on something optional (fairseq falls back to its CPU op).
+        "cannot import name 'libnat_cuda' from 'fairseq' (/f/__init__.py)... fall back to CPU",
+        "UserWarning: the number of workers could not be determined",
+        "RuntimeError: CUDA error: out of memory",  # the traceback reader's
+        "error in roi_align_forward_cuda: invalid argument",  # an error line of its own
+        "zsh: bus error  python train.py",  # a fatal signal
+    ],
+)
+def test_a_last_line_that_is_no_failed_sentence_is_not_read(line: str) -> None:
+    assert error_lines.last_line(line) is None

@@ -104,6 +104,14 @@ def test_code_warnings_and_prose_are_not_exceptions(line: str) -> None:
             "SIGFPE",
             None,
         ),
+        # zsh's job report with nothing after it (BirdNET-Analyzer#285), and its report of a
+        # command run in the foreground, glued to the progress bar it cut (ultralytics#3591).
+        ("[1]    2843557 killed", "SIGKILL", None),
+        (
+            "  0%|          | 0/144 [00:00<?, ?it/s]zsh: bus error  yolo task=detect mode=train",
+            "SIGBUS",
+            None,
+        ),
         # bash's word for a job that SIGTERM stopped (YOLOX#646), and its job report.
         ("Terminated", "SIGTERM", None),
         ("./run.sh: line 9:  4242 Terminated              python train.py", "SIGTERM", None),

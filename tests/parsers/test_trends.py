@@ -321,3 +321,34 @@ def test_a_peak_that_settles_or_memory_that_wobbles_is_no_leak() -> None:
     wobble = [5.0, 5.2, 5.1, 5.3, 5.2, 5.4, 5.3, 5.2, 5.4, 5.3, 5.2]
     assert trends.memory_growth("memory", series(wobble)) is None
     assert trends.memory_growth("memory", series([1.0, 1.05, 1.1, 1.12, 1.15, 1.18])) is None
+
+
+def test_a_loss_that_jumps_to_exactly_zero_and_stays_there_collapsed() -> None:
+    # Transformers4Rec#493 under fp16: 12.6002, then 'loss': 0.0 on every record after.
+    losses = [14.3249, 14.083, 13.9319, 13.8982, 12.6002, 0.0, 0.0, 0.0]
+    draft = trends.collapsed("loss", series(losses))
+    assert draft is not None and draft.kind == "collapsed"
+    assert draft.fields == {"metric": "loss", "before": "12.6002", "records": 3, "step": 5}
+    # As the HF Trainer prints it: records of one epoch are one record each.
+    report = run_text(
+        """\
+        {'loss': 2.9325, 'learning_rate': 0.0004995433789954337, 'epoch': 0.01}
+        {'loss': 0.0, 'learning_rate': 0.0004990867579908676, 'epoch': 0.02}
+        {'loss': 0.0, 'learning_rate': 0.0004986301369863013, 'epoch': 0.03}
+        {'loss': 0.0, 'learning_rate': 0.0004981735159817352, 'epoch': 0.04}
+        """
+    )
+    assert categories(report) == ["nan_loss"]
+    assert report.diagnoses[0].rule == "nan_loss.collapsed_to_zero"
+
+
+def test_a_loss_that_nears_zero_gradually_or_only_for_a_moment_did_not_collapse() -> None:
+    converged = [0.9, 0.3, 0.05, 0.004, 0.0, 0.0, 0.0]
+    assert trends.collapsed("loss", series(converged)) is None
+    recovered = [2.9, 0.0, 0.0, 0.0, 2.7]
+    assert trends.collapsed("loss", series(recovered)) is None
+    too_few = [2.9, 0.0, 0.0]
+    assert trends.collapsed("loss", series(too_few)) is None
+    only_zeros = [0.0, 0.0, 0.0, 0.0]
+    assert trends.collapsed("loss", series(only_zeros)) is None
+    assert trends.collapsed("grad_norm", series([2.9, 0.0, 0.0, 0.0])) is None
