@@ -34,7 +34,12 @@ _NAMED_NAN_RECORD_PATTERN = rf"{_NAMED_NAN}(?:[^\n]*{_NAMED_NAN}){{2}}"
 #: counters (ultralytics' ``0/272  18/7328  nan  nan  nan  nan  116  0.273`` under its
 #: ``Epoch gpu_mem GIoU obj cls total`` header). torch and numpy print ``nan``; pandas'
 #: ``NaN`` marks a missing cell of data, not a computation gone NaN.
-_NAN_ROW_PATTERN = r"^[ \t]*(?:[^\s:=]+[ \t]+){0,4}(?-i:nan)(?:[ \t]+(?-i:nan)){2}(?:[ \t]|$)"
+_NAN_ROW_PATTERN = (
+    r"^[ \t]*(?:[^\s:=]+[ \t]+){0,4}(?-i:nan)(?:[ \t]+(?-i:nan)){2}(?:[ \t]|$)"
+    # ... and a row of a CSV summary (timm's summary.csv: ``211,nan,nan,1.0,5.0`` under
+    # ``epoch,train_loss,eval_loss,eval_top1,eval_top5``): two NaN cells after the epoch.
+    r"|^[ \t]*\d+(?:,[-+]?[\d.]+(?:e[-+]?\d+)?){0,3},(?-i:nan),(?-i:nan)(?:,|[ \t]*$)"
+)
 
 TRIGGERS = {
     "loss_scale": (
@@ -59,6 +64,8 @@ TRIGGERS = {
     "printed_nan": (
         r"(?i)^[ \t]*(?:tensor\([ \t]*)?\[+[ \t]*nan(?:,[ \t]*(?:nan|\.\.\.))+[ \t]*(?:\]|,[ \t]*$)"
         r"|^[ \t]*(?:\d+[ \t,:]{1,4})?nan[ \t]*$"
+        # print(loss) of a 0-dim tensor: ``tensor(nan, device='cuda:0')``, counted like a bare nan.
+        r"|^[ \t]*tensor\(nan(?:,[^\n]*)?\)[ \t]*$"
         # numpy prints an array without commas: "[Total Loss, KL Loss] : [   nan    nan 2.33]"
         r"|:[ \t]*\[[ \t]*nan[ \t]+(?:[^\]\n]*[ \t])?nan\b[^\]\n]*\][ \t]*$"
         # A record whose every term went NaN, under names that are not "loss" (CycleGAN's

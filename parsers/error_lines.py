@@ -71,6 +71,8 @@ _STRERROR = (
 
 _THC_CHECK = "THCudaCheck FAIL "
 _CUDA_CHECK = "cudaCheckError() failed : "
+#: pointnet2's CUDA ops and the 3D code built on them print this and exit(-1).
+_KERNEL_FAILED = "CUDA kernel failed : "
 #: A report capitalised like a sentence: "Error running job: ", "Error while loading state: ",
 #: and the trainer's of Chainer and its heirs (ESPnet 1, PaddleSpeech): "Exception in main
 #: training loop: ".
@@ -95,8 +97,9 @@ TRIGGERS: dict[str, str] = {
     # ``OP_REQUIRES failed at xla_ops.cc:446 : INTERNAL: libdevice not found at ./libdevice.10.bc``.
     "tf_op_failed": _OP_FAILED,
     # torch's THC checks before 1.0, and the macro of CUDA extensions built on the same pattern
-    # (faster-rcnn.pytorch's NMS): ``cudaCheckError() failed : invalid device function``.
-    "thc_check": f"{re.escape(_THC_CHECK)}|{re.escape(_CUDA_CHECK)}",
+    # (faster-rcnn.pytorch's NMS): ``cudaCheckError() failed : invalid device function``, and
+    # pointnet2's ops: ``CUDA kernel failed : no kernel image is available for execution ...``.
+    "thc_check": f"{re.escape(_THC_CHECK)}|{re.escape(_CUDA_CHECK)}|{re.escape(_KERNEL_FAILED)}",
     "cxx_raised": r"Exception raised from \S+ at ",
     "crash_frame": _CRASH_FRAME,
     # PhysX's error callback (Isaac Gym and Isaac Lab, SAPIEN and ManiSkill): ``.../
@@ -206,7 +209,8 @@ def _message(signature: str, text: str) -> str:
         where, code = text.split("NCCL INFO ", 1)[1].split(" -> ", 1)
         code = code.strip()[:1]
         return f"{where.strip()} returned {_NCCL_RESULTS.get(code, code)} ({code})"
-    for marker in ("error in ", _THC_CHECK, _CUDA_CHECK, "Exception raised from ", "NCCL WARN "):
+    markers = ("error in ", _THC_CHECK, _CUDA_CHECK, _KERNEL_FAILED, "Exception raised from ")
+    for marker in (*markers, "NCCL WARN "):
         if marker in text:
             return text.split(marker, 1)[1].strip()
     if signature == "os_error":
@@ -240,6 +244,7 @@ _FAILED_WORDS = lazy_compile(
 )
 _NOTED = lazy_compile(
     r"(?i)warn|\bnote\b|\bskipp|\bignor|\bif you\b|\bmay\b|\bmight\b|\bfall(?:ing)? ?back\b"
+    r"|\bcaught\b"
 )
 
 

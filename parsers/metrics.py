@@ -61,6 +61,8 @@ METRIC_TRIGGERS = {
     # ``Mem memory (MB) | allocated: 20.4``, ``Memory info of GPU:0: current: 0.18``,
     # ``memory_usage: 998.12``.
     "metric_memory_keyed": r"(?i)\bmem[^\n]{0,60}(?:allocated|current|used|usage)\s*[:=]\s*\d",
+    # print(loss) of a loss tensor: ``tensor(3.6976, device='cuda:0', grad_fn=<NllLossBackward>)``.
+    "metric_loss_tensor": r"^\s*tensor\(\s*[-+]?(?:\d|\.\d|nan|inf)[^\n]*grad_fn=<\w*Loss\w*Backward\d*>\)\s*$",
 }
 METRIC_PATTERN = "|".join(f"(?:{rx})" for rx in METRIC_TRIGGERS.values())
 #: The same, matching within one line whatever the lines around it (multi-line ``^``, no
@@ -71,6 +73,9 @@ METRIC_LINE_PATTERN = METRIC_PATTERN.replace(r"\s", r"[^\S\n]").replace(r"[^\w/]
 #: PaddleOCR pads its values with ``{:x<6f}``: a NaN loss prints as ``nanxxx``.
 _NUMBER = r"[-+]?(?:nan(?:x{1,3})?|inf(?:inity|x{1,3})?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
 _PROGRESS = lazy_compile(r"\|\s*(?P<step>\d+)/(?P<total>\d+)\s*\[")
+_LOSS_TENSOR = lazy_compile(
+    rf"\s{{0,8}}tensor\(\s{{0,8}}(?P<value>{_NUMBER})\b[^\n]{{0,200}}grad_fn=<\w*Loss\w*Backward\d*>\)\s*$"
+)
 # The metric regexes are Python's (a call into the RE2 wrapper costs more than the search on a
 # short line) and linear: every number starts where a number starts (``(?<![\d.])``, a run of
 # digits is tried once, not from each of its digits), every run of spaces is bounded, and the
@@ -416,6 +421,10 @@ def parse_metrics(text: str) -> dict[str, float]:
     lowered = text.lower()
     if "loss" not in found and "loss at " in lowered:
         _loss_at(text, found)
+    if not found and "grad_fn=<" in text:
+        printed = _LOSS_TENSOR.match(text)
+        if printed is not None:
+            found["loss"] = _value(printed["value"])
     if "step" not in found:
         progress = _PROGRESS.search(text) if "/" in text else None
         plain = None

@@ -480,3 +480,56 @@ def test_a_buffer_that_overflowed_is_a_capacity_to_raise_not_a_nan() -> None:
     )
     assert categories(run_text(physx)) == ["config_error"]
     assert categories(run_text("RuntimeError: gradient overflow, loss is inf\n")) == ["nan_loss"]
+
+
+@pytest.mark.parametrize(
+    ("message", "category"),
+    [
+        # nvdiffrast's CUDA checks print the runtime's error code, not its name.
+        ("RuntimeError: Cuda error: 2[cudaMalloc(&m_gpuPtr, bytes);]", "cuda_oom"),
+        (
+            "RuntimeError: Cuda error: 700[cudaMemcpyAsync(&atomics[0], m_crAtomics.getPtr(),"
+            " sizeof(CRAtomics) * m_numImages, cudaMemcpyDeviceToHost, stream);]",
+            "cuda_illegal_access",
+        ),
+        # Triton's kernel asks more on-chip shared memory than the GPU has: no /dev/shm problem.
+        (
+            "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required:"
+            " 163840, Hardware limit: 101376. Reducing block sizes or num_stages may help.",
+            "cuda_setup",
+        ),
+        # A compiled extension whose import a try/except swallowed (UNetMamba#10).
+        (
+            "NameError: name 'selective_scan_cuda_core' is not defined. Did you mean:"
+            " 'selective_scan_flop_jit'?",
+            "import_error",
+        ),
+        # PyPI's "apex" is another package than NVIDIA's (fast-reid#366).
+        (
+            "TypeError: Class advice impossible in Python3.  Use the @implementer class"
+            " decorator instead.",
+            "import_error",
+        ),
+        ("ValueError: Target modules [] not found in the base model.", "config_error"),
+    ],
+)
+def test_more_wordings_are_named_by_their_words(message: str, category: str) -> None:
+    assert categories(run_text(message + "\n"))[:1] == [category]
+
+
+def test_a_name_error_on_a_plain_variable_is_no_import_error() -> None:
+    report = run_text("NameError: name 'train_loader' is not defined\n")
+    assert "import_error" not in categories(report)
+
+
+def test_a_division_by_the_length_of_anything_empty_is_an_empty_dataset() -> None:
+    # RAVE#148: the training split came out empty.
+    report = run_text(
+        """\
+        Traceback (most recent call last):
+          File "/workspace/RAVE/train_rave.py", line 156, in <module>
+            nepoch = args.VAL_EVERY // len(train)
+        ZeroDivisionError: integer division or modulo by zero
+        """
+    )
+    assert categories(report)[:1] == ["data_error"]

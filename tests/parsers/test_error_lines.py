@@ -151,6 +151,11 @@ from crashcart.parsers import error_lines
             "compiler_fatal",
             "cuda_runtime.h: No such file or directory compilation terminated.",
         ),
+        (  # pointnet2's CUDA ops (Vote2Cap-DETR#22)
+            "CUDA kernel failed : no kernel image is available for execution on the device",
+            "thc_check",
+            "no kernel image is available for execution on the device",
+        ),
         (  # Marian's report of what stopped it, after its timestamp (firefox-translations)
             "[2025-01-21 16:30:37] Error: CUDA error 999 'unknown error' - /builds/src/tensors/"
             "gpu/algorithm.cu:54: cudaStreamSynchronize(0)",
@@ -274,6 +279,7 @@ def test_the_sentence_a_log_ends_on_is_read_when_it_says_something_failed() -> N
         "RuntimeError: CUDA error: out of memory",  # the traceback reader's
         "error in roi_align_forward_cuda: invalid argument",  # an error line of its own
         "zsh: bus error  python train.py",  # a fatal signal
+        "Error caught was: No module named 'triton'",  # xformers' note on an optional import
     ],
 )
 def test_a_last_line_that_is_no_failed_sentence_is_not_read(line: str) -> None:

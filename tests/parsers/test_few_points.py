@@ -695,6 +695,16 @@ def test_bare_nan_lines_are_a_printed_nan_loss_from_the_third() -> None:
     assert [line.text for line in report.diagnoses[0].evidence] == ["nan", "nan", "nan"]
 
 
+def test_a_printed_zero_dim_nan_tensor_and_a_csv_row_of_nan_are_nan_loss() -> None:
+    # ChatGLM-Finetuning#32: print(loss) every step after the first.
+    three = "tensor(2.1309, device='cuda:0')\n" + "tensor(nan, device='cuda:0')\n" * 3
+    assert categories(run_text(three)) == ["nan_loss"]
+    # timm's summary.csv: epoch, train_loss, eval_loss, eval_top1, eval_top5.
+    csv = "epoch,train_loss,eval_loss,eval_top1,eval_top5\n208,2.96,1.31,71.2,90.1\n209,nan,nan,1.0,5.0\n"
+    assert categories(run_text(csv)) == ["nan_loss"]
+    assert categories(run_text("epoch,loss,acc\n209,2.96,71.2\n210,2.95,71.4\n")) == []
+
+
 def test_a_mask_row_of_inf_or_a_mixed_tensor_is_not_printed_nan() -> None:
     report = run_text(
         """\

@@ -312,3 +312,11 @@ def test_a_key_in_brackets_and_paddles_padded_nan_are_read() -> None:
     paddle = parse_metrics("epoch: [986/2000], global_step: 737800, CTCLoss: nanxxx, loss: nanxxx")
     assert math.isnan(paddle["loss"]) and paddle["step"] == 737800
     assert "loss" not in parse_metrics("loss: nanoseconds 12")
+
+
+def test_a_printed_loss_tensor_is_the_loss() -> None:
+    # insightface_pytorch#71: print(loss) every step.
+    line = "tensor(3.6976, device='cuda:0', grad_fn=<NllLossBackward>)"
+    assert parse_metrics(line) == {"loss": 3.6976}
+    assert math.isnan(parse_metrics("tensor(nan, grad_fn=<MseLossBackward0>)")["loss"])
+    assert parse_metrics("tensor(2.0, grad_fn=<AddBackward0>)") == {}  # not a loss
