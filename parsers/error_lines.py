@@ -191,6 +191,19 @@ _DETAIL_CHARS = 1000
 _INFO = lazy_compile(r"\b(?:INFO|DEBUG)\b")
 
 
+#: The words after which a line's message starts, whatever its signature ...
+_MARKERS = (
+    "error in ",
+    _THC_CHECK,
+    _CUDA_CHECK,
+    _KERNEL_FAILED,
+    "Exception raised from ",
+    "NCCL WARN ",
+)
+#: ... and those of signatures whose marker is a word other lines use too.
+_MARKER_OF = {"error_report": "Error: ", "compiler_fatal": "fatal error: "}
+
+
 def _message(signature: str, text: str) -> str:
     if signature in ("error_level", "fatal_logged"):
         match = _TRAILING_LEVEL.search(text) or _LEVEL_MESSAGE.search(text)
@@ -209,18 +222,13 @@ def _message(signature: str, text: str) -> str:
         where, code = text.split("NCCL INFO ", 1)[1].split(" -> ", 1)
         code = code.strip()[:1]
         return f"{where.strip()} returned {_NCCL_RESULTS.get(code, code)} ({code})"
-    markers = ("error in ", _THC_CHECK, _CUDA_CHECK, _KERNEL_FAILED, "Exception raised from ")
-    for marker in (*markers, "NCCL WARN "):
+    for marker in _MARKERS:
         if marker in text:
             return text.split(marker, 1)[1].strip()
     if signature == "os_error":
         # A progress bar redrawn on the same line comes first: the tool's words follow its ``]``.
         return re.sub(r"^.*/(?:s|it)\]\s*", "", text).strip()
-    if signature == "error_report":
-        return text.split("Error: ", 1)[1].strip()
-    if signature == "compiler_fatal":
-        return text.split("fatal error: ", 1)[1].strip()
-    return text.split("error: ", 1)[-1].strip()
+    return text.split(_MARKER_OF.get(signature, "error: "), 1)[-1].strip()
 
 
 def last_logged(text: str) -> Draft | None:

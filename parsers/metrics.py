@@ -28,6 +28,8 @@ from collections.abc import Iterator
 
 from .lazy import lazy_compile
 
+#: The end of a printed loss tensor: its autograd node is a loss's (``NllLossBackward0``).
+_LOSS_GRAD_FN = r"grad_fn=<\w*Loss\w*Backward\d*>\)\s*$"
 #: What may follow "loss" in a loss's name: a total's word or a stage's (FastSpeech 2's
 #: ``mel_loss_before`` the postnet). The triggers and the named-loss key share it.
 _LOSS_TAIL = r"(?:[ _](?:total|sum|avg|mean|before|after))?"
@@ -62,7 +64,7 @@ METRIC_TRIGGERS = {
     # ``memory_usage: 998.12``.
     "metric_memory_keyed": r"(?i)\bmem[^\n]{0,60}(?:allocated|current|used|usage)\s*[:=]\s*\d",
     # print(loss) of a loss tensor: ``tensor(3.6976, device='cuda:0', grad_fn=<NllLossBackward>)``.
-    "metric_loss_tensor": r"^\s*tensor\(\s*[-+]?(?:\d|\.\d|nan|inf)[^\n]*grad_fn=<\w*Loss\w*Backward\d*>\)\s*$",
+    "metric_loss_tensor": r"^\s*tensor\(\s*[-+]?(?:\d|\.\d|nan|inf)[^\n]*" + _LOSS_GRAD_FN,
 }
 METRIC_PATTERN = "|".join(f"(?:{rx})" for rx in METRIC_TRIGGERS.values())
 #: The same, matching within one line whatever the lines around it (multi-line ``^``, no
@@ -74,7 +76,7 @@ METRIC_LINE_PATTERN = METRIC_PATTERN.replace(r"\s", r"[^\S\n]").replace(r"[^\w/]
 _NUMBER = r"[-+]?(?:nan(?:x{1,3})?|inf(?:inity|x{1,3})?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
 _PROGRESS = lazy_compile(r"\|\s*(?P<step>\d+)/(?P<total>\d+)\s*\[")
 _LOSS_TENSOR = lazy_compile(
-    rf"\s{{0,8}}tensor\(\s{{0,8}}(?P<value>{_NUMBER})\b[^\n]{{0,200}}grad_fn=<\w*Loss\w*Backward\d*>\)\s*$"
+    rf"\s{{0,8}}tensor\(\s{{0,8}}(?P<value>{_NUMBER})\b[^\n]{{0,200}}{_LOSS_GRAD_FN}"
 )
 # The metric regexes are Python's (a call into the RE2 wrapper costs more than the search on a
 # short line) and linear: every number starts where a number starts (``(?<![\d.])``, a run of

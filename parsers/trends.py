@@ -434,6 +434,16 @@ COLLAPSED_FROM = 0.5
 COLLAPSED_RECORDS = 3
 
 
+def _trailing_run(records: list[Point], value: float) -> int:
+    """How many records at the end printed exactly ``value``."""
+    run = 0
+    for point in reversed(records):
+        if point.value != value:
+            break
+        run += 1
+    return run
+
+
 def collapsed(name: str, points: list[Point]) -> Draft | None:
     """The loss jumped from a real value to exactly zero and stayed there to the end of the log
     (the HF Trainer's ``'loss': 12.6002`` then ``'loss': 0.0`` record after record): the loss no
@@ -443,11 +453,7 @@ def collapsed(name: str, points: list[Point]) -> Draft | None:
     if name != "loss":
         return None
     records = _records(points)
-    run = 0
-    for point in reversed(records):
-        if point.value != 0:
-            break
-        run += 1
+    run = _trailing_run(records, 0.0)
     if run < COLLAPSED_RECORDS or run == len(records):
         return None
     before = records[-run - 1]
@@ -477,11 +483,7 @@ def frozen(name: str, points: list[Point]) -> Draft | None:
     if len(records) < FROZEN_RECORDS:
         return None
     value = records[-1].value
-    run = 0
-    for point in reversed(records):
-        if point.value != value:
-            break
-        run += 1
+    run = _trailing_run(records, value)
     before = records[: len(records) - run]
     distinct = all(_record_key(p) is not None for p in records[-run:])
     if value == 0:
