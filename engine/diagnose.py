@@ -194,7 +194,7 @@ class Diagnoser:
         results = ranking.drop_survived(results, self.facts.values(), progress)
         results = ranking.drop_skipped_nan(results, self.facts.values(), progress)
         results = ranking.drop_covered_vocabulary(results)
-        results = ranking.drop_caught_vocabulary(results, self.facts.values())
+        results = ranking.drop_unspoken_vocabulary(results, self.facts.values())
         results += ranking.unrecognised(results, self.facts.values(), progress)
         ranking.unknown_first_failure(results, self.facts.values())
         ranking.follow_handled_exceptions(results)

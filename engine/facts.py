@@ -109,8 +109,9 @@ FACT_KINDS: dict[str, dict[str, str]] = {
     },
     "error_line": {
         "signature": "fatal_logged | error_level | error_doing | last_logged | error_in |"
-        " tf_op_failed | thc_check | cxx_raised | cxx_check | crash_frame | physx_error |"
-        " nccl_warn_failure | compiler_fatal | compiler | error_report | nccl_trace | os_error:"
+        " tf_op_failed | thc_check | cxx_raised | cxx_check | c_assert | crash_frame | physx_error"
+        " | nccl_warn_failure | compiler_fatal | compiler | error_report | nccl_trace | os_error"
+        " | last_line:"
         " the form of the line (a logger's FATAL or ERROR, a kernel's `error in f:`, ...)",
         "message": "the text after the error marker",
         "quote": "the same text, under the name the exception's quote has",
@@ -200,6 +201,8 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "ratio": "last value / best value",
         "step": "step of the last value",
         "limit": "set when the last values are all beyond this magnitude, which no healthy run reaches",
+        "spike_text": "set when only the last record blew up: its value, as printed",
+        "before_text": "with spike_text: the record before it, as printed",
     },
     "collapsed": {
         "metric": "loss",
@@ -218,6 +221,8 @@ FACT_KINDS: dict[str, dict[str, str]] = {
         "step": "last step",
         "chance_classes": "k when the loss sits at ln(k), chance level for k classes",
         "frozen_records": "records at the end that printed exactly the same loss",
+        "flat_records": "records at the end whose loss moved by less than one part in 10,000",
+        "high_text": "with flat_records: the highest of those losses, as printed",
         "last_text": "the last loss as printed (frozen and chance-level plateaus)",
         "best_text": "the lowest loss as printed (chance-level plateaus)",
         "accuracy_text": "the accuracy printed beside the last loss, as printed, when it is at"

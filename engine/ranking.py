@@ -394,20 +394,22 @@ def drop_covered_vocabulary(results: list[Diagnosis]) -> list[Diagnosis]:
     ]
 
 
-def drop_caught_vocabulary(results: list[Diagnosis], facts: Iterable[Fact]) -> list[Diagnosis]:
-    """A vocabulary diagnosis that read only errors a logging handler caught and printed (it
-    could not write a record) names no failure: the program went on (step 3d). A specific rule
-    on the same error (the disk that was full) still stands."""
-    caught = {
+def drop_unspoken_vocabulary(results: list[Diagnosis], facts: Iterable[Fact]) -> list[Diagnosis]:
+    """A vocabulary diagnosis whose words come only from lines that say no failure is dropped
+    (step 3d): errors a logging handler caught and printed (the program went on), and the
+    frames of a crashed process' stack, whose symbols (``_ZN5torch8autograd8Variable...``) name
+    code, not what went wrong. A specific rule on the same lines (the disk that was full)
+    still stands."""
+    unspoken = {
         (line.path, line.lineno)
         for fact in facts
-        if "logging_error" in fact.fields
+        if "logging_error" in fact.fields or fact.fields.get("signature") in _ECHO_SIGNATURES
         for line in fact.evidence
     }
     return [
         d
         for d in results
-        if d.tier != "vocabulary" or any((e.path, e.lineno) not in caught for e in d.evidence)
+        if d.tier != "vocabulary" or any((e.path, e.lineno) not in unspoken for e in d.evidence)
     ]
 
 

@@ -389,6 +389,7 @@ class SeriesTracker:
                         or trends.divergence(name, points)
                         or trends.exploded(name, points)
                         or trends.jumped(name, points)
+                        or trends.spiked(name, points)
                         or trends.erratic(name, points)
                         or trends.climbed(name, points)
                     ]
@@ -400,6 +401,7 @@ class SeriesTracker:
                         trends.plateau(name, points)
                         or trends.at_chance(name, points)
                         or trends.frozen(name, points)
+                        or trends.flat(name, points)
                         or trends.hovering_at_chance(name, points)
                     ]
                     if d

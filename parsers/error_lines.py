@@ -92,7 +92,8 @@ TRIGGERS: dict[str, str] = {
     # A job runner's or a loader's own report, capitalised like a sentence: ai-toolkit's
     # ``Error running job: Control image is required ...``, ``Error processing image: ...``.
     "error_doing": rf"(?:^|[\s\]>|]){_DOING}\S",
-    "error_in": r"\berror in [\w.:]+: ",
+    # neural_renderer's and other extensions' printf: "Error in forward_face_index_map_1: ...".
+    "error_in": r"\b[Ee]rror in [\w.:]+: ",
     # TensorFlow's kernel that failed, logged at W level before Python sees the error:
     # ``OP_REQUIRES failed at xla_ops.cc:446 : INTERNAL: libdevice not found at ./libdevice.10.bc``.
     "tf_op_failed": _OP_FAILED,
@@ -110,6 +111,10 @@ TRIGGERS: dict[str, str] = {
     # [!std::isnan(score)]`` (its routine lines say ``LOG(INFO)`` where the brackets are).
     "cxx_check": r"^[\w/.-]+\.(?:cc|cpp|h)\(\d+\) \[[^\]]+\]",
     "nccl_warn_failure": _NCCL_FAILURE,
+    # A host C assert() that failed aborts the process (glibc: ``python: .../interface.cpp:899:
+    # void magma_queue_create_from_cuda_internal(...): Assertion `queue->dBarray__ != __null'
+    # failed.``); a device-side assertion closes its quote with a backtick instead.
+    "c_assert": r"\.(?:c|cc|cpp|cxx|cu|h|hpp):\d+: .{0,600}: Assertion [`'][^`']+' failed",
     # A C or CUDA compiler's fatal error stops the build of an extension the run needs:
     # ``cc1plus: fatal error: cuda_runtime.h: No such file or directory``.
     "compiler_fatal": r"\bfatal error: [\w'\"/<]",
@@ -135,6 +140,7 @@ SIGNATURE_NAMES = {
     "thc_check": "a failed CUDA check",
     "cxx_raised": "a C++ exception",
     "cxx_check": "a failed C++ check",
+    "c_assert": "a failed C assertion",
     "crash_frame": "a crashed process' stack",
     "physx_error": "a PhysX error",
     "nccl_warn_failure": "an NCCL failure",
@@ -156,6 +162,7 @@ FAILURE_SIGNATURES = frozenset(
         "tf_op_failed",
         "fatal_logged",
         "cxx_check",
+        "c_assert",
         "crash_frame",
         "physx_error",
         "compiler_fatal",
@@ -193,7 +200,6 @@ _INFO = lazy_compile(r"\b(?:INFO|DEBUG)\b")
 
 #: The words after which a line's message starts, whatever its signature ...
 _MARKERS = (
-    "error in ",
     _THC_CHECK,
     _CUDA_CHECK,
     _KERNEL_FAILED,
@@ -202,6 +208,8 @@ _MARKERS = (
 )
 #: ... and those of signatures whose marker is a word other lines use too.
 _MARKER_OF = {"error_report": "Error: ", "compiler_fatal": "fatal error: "}
+#: The marker of ``error_in``, which extensions print capitalised or not.
+_ERROR_IN = lazy_compile(r"\b[Ee]rror in ")
 
 
 def _message(signature: str, text: str) -> str:
@@ -222,6 +230,10 @@ def _message(signature: str, text: str) -> str:
         where, code = text.split("NCCL INFO ", 1)[1].split(" -> ", 1)
         code = code.strip()[:1]
         return f"{where.strip()} returned {_NCCL_RESULTS.get(code, code)} ({code})"
+    if signature == "c_assert":
+        return "Assertion " + text.rsplit(": Assertion ", 1)[-1].strip()
+    if signature == "error_in":
+        return _ERROR_IN.split(text, maxsplit=1)[-1].strip()
     for marker in _MARKERS:
         if marker in text:
             return text.split(marker, 1)[1].strip()

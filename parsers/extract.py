@@ -143,6 +143,21 @@ _FRAME_RUN = lazy_compile(rb'(?:(?:  File "|    (?!E   )[A-Za-z_])[^\r\x1b\n]{0,
 _DIGIT = lazy_compile(r"\d")
 
 
+_SUBPROCESS_ENDING = lazy_compile(r"(?:returned|died with) [^'\"]*$")
+
+
+def _said(exception_type: str, message: str) -> str:
+    """The words of an exception's message, on one line. A failed subprocess's message quotes
+    the command it ran; its flags (``--config_file``, ``--data_dir``) are not what went wrong,
+    so only how it ended is kept ("returned non-zero exit status 1", "died with
+    <Signals.SIGKILL: 9>")."""
+    text = " ".join(message.split())
+    if exception_type == "CalledProcessError":
+        ending = _SUBPROCESS_ENDING.search(text)
+        return f"Command {ending[0]}" if ending else "Command"
+    return text
+
+
 def _shape(text: str) -> str:
     """A prefix with its digits blanked, so that per-line timestamps still compare equal."""
     return _DIGIT.sub("0", text)
@@ -977,7 +992,7 @@ class Extractor:
                 "type": exc.type,
                 "qualname": exc.qualname,
                 "message": exc.message.split("\n", 1)[0][:500],
-                "detail": " ".join(exc.message.split())[:_DETAIL_CHARS],
+                "detail": _said(exc.type, exc.message)[:_DETAIL_CHARS],
                 "calls": " ".join(f.func for f in exc.frames[-_CALL_FRAMES:]),
                 "files": " ".join(f.file for f in exc.frames[-_CALL_FRAMES:]),
                 "phase": phases[index],

@@ -76,7 +76,7 @@ _CORE_SIGNAL = (
 _SHELL = (
     r"(?:^\[\d+\]\s+\d+|^\S+: (?:line )?\s*\d+:\s+\d+|\bzsh:)"
     r" ([Kk]illed|[Tt]erminated|[Ss]egmentation fault|[Aa]bort(?:ed)?|[Bb]us error"
-    r"|[Ff]loating point exception|[Ii]llegal instruction)(?:\s|$)"
+    r"|[Ff]loating point exception|[Ii]llegal instruction)(?::\s\d+)?(?:\s|$)"  # macOS: "Killed: 9"
 )
 _HANDLER = r"\] Signal: [A-Z][a-z][\w ]* \((\d+)\)"
 _RECEIVED = (
@@ -85,8 +85,19 @@ _RECEIVED = (
 )
 _EXIT_WORDS = (
     r"(?:exit(?:ed)? (?:with )?(?:code|status)|exit code|return(?:ed)? (?:code|status)"
-    r"|exits with return code|non-zero exit status|exited with non-zero status)\s*[:=]?\s*(-?\d+)"
+    r"|exits with return code|non-zero exit status|exited with non-zero status"
+    r"|退出代码为?|終了コード)\s*[:=]?\s*(-?\d+)"  # PyCharm's "Process finished with ..." in zh, ja
 )
+#: Windows ends a crashed process with the NTSTATUS code of its exception, printed signed or
+#: not: -1073741819 and 3221225477 are both 0xC0000005. None of them is a signal number.
+_NTSTATUS = {
+    0xC0000005: "access violation",
+    0xC000001D: "illegal instruction",
+    0xC0000094: "integer division by zero",
+    0xC00000FD: "stack overflow",
+    0xC0000374: "heap corruption",
+    0xC0000409: "stack buffer overrun",
+}
 
 # Ray's word that a worker or actor process died under a task, without a signal or a code.
 _DIED = (
@@ -208,7 +219,12 @@ def parse(text: str) -> list[Draft]:
         stripped = line.strip()
         shell = _SHELL_KILLED.search(stripped)
         word = _SIGNAL_WORD.search(stripped) or shell
-        if word and (word.start() == 0 or stripped.startswith("Fatal Python error") or shell):
+        # The shell's word can land glued to the progress bar it cut short ("5.02it/s]Segmentation
+        # fault (core dumped)").
+        glued = word is not None and word.start() > 0 and stripped[word.start() - 1] in "]|%"
+        if word and (
+            word.start() == 0 or glued or stripped.startswith("Fatal Python error") or shell
+        ):
             fields["signal_name"] = _SIGNAL_NAMES[word.group(1).lower()]
         if "Fatal Python error: " in stripped:
             detail = stripped.split("Fatal Python error: ", 1)[1].lower()
@@ -230,11 +246,14 @@ def parse(text: str) -> list[Draft]:
             fields["signal_name"] = _signal_name(int(handler.group(1)))
         exit_code = _EXIT.search(stripped)
         if exit_code:
-            code = int(exit_code.group(1)[:6])
+            code = int(exit_code.group(1)[:12])
             if code == 0:
                 continue
             fields["exitcode"] = code
-            if code < 0:
+            status = _NTSTATUS.get(code & 0xFFFFFFFF)
+            if status:
+                fields["signal_name"] = f"a Windows {status} (0x{code & 0xFFFFFFFF:08X})"
+            elif code < 0:
                 fields.setdefault("signal_name", _signal_name(code))
             elif 128 < code < 128 + signal.NSIG:  # the shell's 128 + N for death by signal N
                 fields.setdefault("signal_name", _signal_name(code - 128))

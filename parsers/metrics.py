@@ -250,6 +250,12 @@ def _trie(words: list[str]) -> str:
 
 _KEYS = _trie(sorted(_CANONICAL))
 _NOT_TRAINING = lazy_compile(r"(?:^|[\s_/.-])(?:val|valid|validation|eval|test|dev)(?:$|[\s_/.-])")
+_BEST_SO_FAR = lazy_compile(r"(?:min|max|best|lowest|highest)[_ ]")
+#: A line that opens with evaluation's word reports evaluation's values under plain names:
+#: ``Valid Epoch: 16 Loss: nan``, ``Test: [0/782] ... Loss 2.8972``, ``Validation loss=0.41``.
+_EVALUATION_LINE = lazy_compile(
+    r"(?i)^\W{0,4}(?:val|valid|validation|eval|evaluation|test|testing)\b"
+)
 _PAIR_TAIL = (
     _INDEXED
     # A value printed as a tensor counts as its number: ``loss = tensor(inf, device='cuda:0')``.
@@ -393,6 +399,8 @@ def parse_metrics(text: str) -> dict[str, float]:
             # a loss scaler that skips the steps whose gradients overflowed.)
             value = _value(running["value"])
         if name is None:
+            if _BEST_SO_FAR.match(key):
+                continue  # "Min_val_loss: 1e10", "best_loss": a record of the run, not this step's
             if key.endswith(("grad_norm", "gradnorm")):
                 if named_grad_norm is None:
                     named_grad_norm = value  # "model_grad_norm", "actor_grad_norm"
@@ -420,6 +428,10 @@ def parse_metrics(text: str) -> dict[str, float]:
         found["eval_loss"] = named_eval_loss
     if "grad_norm" not in found and named_grad_norm is not None:
         found["grad_norm"] = named_grad_norm
+    if "loss" in found and "eval_loss" not in found and _EVALUATION_LINE.match(text):
+        found["eval_loss"] = found.pop("loss")
+        if "accuracy" in found and "eval_accuracy" not in found:
+            found["eval_accuracy"] = found.pop("accuracy")
     lowered = text.lower()
     if "loss" not in found and "loss at " in lowered:
         _loss_at(text, found)

@@ -212,6 +212,39 @@ def jumped(name: str, points: list[Point]) -> Draft | None:
     return None
 
 
+#: A last record this many times the run's level, and ten times any record before it, after
+#: at least this many records of the same form.
+SPIKE_RATIO, SPIKE_BEFORE = 100.0, 4
+_NUMBER = lazy_compile(r"[-+]?\d[\d.]*(?:[eE][-+]?\d+)?")
+
+
+def spiked(name: str, points: list[Point]) -> Draft | None:
+    """The log ends on a loss a hundred times the run's level (CHGNet's ``Loss 0.3473`` then
+    ``Loss 124.5792``; RLE's ``loss:-99.62`` then ``loss:16064.90``), printed in the same form as
+    the records before it: the paste stops where training blew up. The level is of magnitudes,
+    so that a likelihood loss, rightly negative, counts too."""
+    if name != "loss" or len(points) < SPIKE_BEFORE + 1:
+        return None
+    last, before = points[-1], points[-21:-1]
+    magnitudes = [abs(p.value) for p in before]
+    level = statistics.median(magnitudes)
+    if level <= 0 or last.value < SPIKE_RATIO * level or last.value < 10 * max(magnitudes):
+        return None
+    if last.value - level < JUMP_MIN or not _same_form(before[-1], last):
+        return None
+    draft = _divergence(name, last, points, level)
+    draft.fields.update(spike_text=printed(last.value), before_text=printed(before[-1].value))
+    return draft
+
+
+def _same_form(first: Point, second: Point) -> bool:
+    """Whether two records were printed by the same statement (their lines alike but for their
+    numbers): an epoch's summed loss after per-batch ones is another quantity, not a spike."""
+    if first.line is None or second.line is None:
+        return False
+    return _NUMBER.sub("#", first.line.text)[:80] == _NUMBER.sub("#", second.line.text)[:80]
+
+
 def erratic(name: str, points: list[Point]) -> Draft | None:
     """The loss swings over orders of magnitude, up and down, to values no healthy run prints:
     three of the last twenty above the explosion limit and three jumps of 100x between
@@ -502,6 +535,35 @@ def frozen(name: str, points: list[Point]) -> Draft | None:
     return _plateau_draft(name, records, frozen_records=run)
 
 
+#: Records at the end, and their spread relative to their level, that make a loss which moves
+#: only past its fourth significant digit.
+FLAT_RECORDS, FLAT_SPREAD = 15, 1e-4
+
+
+def flat(name: str, points: list[Point]) -> Draft | None:
+    """The loss still moves, but only in its fifth significant digit, over its last twenty
+    records or more (MuLan's ``loss: 6.236410617828369``, ``6.236483573913574``,
+    ``6.236449241638184``, ...): printed with the digits to show progress, it makes none. A
+    loss near zero is a converged fit, and one printed with fewer digits is :func:`frozen`'s."""
+    if name != "loss":
+        return None
+    records = _records(points)
+    run = 0
+    for end in range(len(records), 0, -1):
+        values = [p.value for p in records[end - 1 :]]
+        level = abs(statistics.median(values))
+        if level < CONVERGED_LOSS or max(values) - min(values) > FLAT_SPREAD * level:
+            break
+        run += 1
+    stretch = records[len(records) - run :]
+    if run < FLAT_RECORDS or len({p.value for p in stretch}) == 1:
+        return None
+    if min(_significant_digits(p.value) for p in stretch) < 5 or _terms_move(stretch):
+        return None
+    high = max(p.value for p in stretch)
+    return _plateau_draft(name, stretch, flat_records=run, high_text=printed(high))
+
+
 #: ``name: 0.00133`` pairs on a metric line, and the names that are not terms of the loss: the
 #: loss itself, rates and schedules, counters, times, and evaluation metrics (which vary from
 #: batch to batch even on a model that learns nothing).
@@ -683,7 +745,7 @@ def slowdown(name: str, points: list[Point]) -> Draft | None:
     """
     if len(points) < 3:
         return None
-    if _cumulative([p.value for p in points]):
+    if _cumulative([p.value for p in points]) or _tracks_the_clock(points):
         return None
     body = points[1:] if len(points) >= 6 else points
     early = body[: max(1, len(body) // 3)]
@@ -717,6 +779,29 @@ def _cumulative(values: list[float]) -> bool:
         return True
     never_growing = all(b <= 1.1 * a for a, b in itertools.pairwise(steps))
     return len(steps) >= 4 and never_growing and 0.75 * mean <= values[0] <= 2.5 * mean
+
+
+def _tracks_the_clock(points: list[Point]) -> bool:
+    """Whether a timer counts the time since the start however its records are spaced: it grows
+    by as many seconds as the lines' own timestamps do (cellpose's ``Epoch 5, Time 4981.4s``,
+    then every ten epochs ``Time 9074.8s``, ``28029.8s``, ... over 27 hours of timestamps), or
+    by the same seconds per epoch from a start near zero (``Epoch 8, Time 5.2s``, ``Epoch 9,
+    Time 5.6s``, ``Epoch 20, Time 9.8s``)."""
+    if any(b.value <= a.value for a, b in itertools.pairwise(points)):
+        return False
+    timed = [p for p in points if p.time is not None]
+    if len(timed) >= 3 and all(a.time < b.time for a, b in itertools.pairwise(timed)):  # type: ignore[operator]
+        elapsed = timed[-1].time - timed[0].time  # type: ignore[operator]
+        return abs(timed[-1].value - timed[0].value - elapsed) <= 0.1 * elapsed
+    if len(points) < 4 or any(p.epoch is None for p in points):
+        return False
+    pairs = list(itertools.pairwise(points))
+    if any(b.epoch <= a.epoch for a, b in pairs):  # type: ignore[operator]
+        return False
+    rates = [(b.value - a.value) / (b.epoch - a.epoch) for a, b in pairs]  # type: ignore[operator]
+    mean = statistics.fmean(rates)
+    even = max(abs(r - mean) for r in rates) <= 0.25 * mean
+    return even and points[0].value <= 2 * mean * max(points[0].epoch, 1.0)  # type: ignore[type-var]
 
 
 def memory_growth(name: str, points: list[Point]) -> Draft | None:

@@ -73,7 +73,7 @@ TRIGGERS: dict[str, str] = {
     "training_start": _TRAINING_START,
     "evaluation": _EVALUATION,
     "evaluation_stage": _EVALUATION_STAGE,
-    "host_alloc": r"tcmalloc: large alloc \d+ bytes",
+    "host_alloc": r"tcmalloc:\s+large alloc \d+ bytes",
     "stack_dump": r"Timeout \(\d+:\d\d:\d\d\)!|Thread 0x[0-9a-fA-F]+ \(most recent call first\)"
     r"|Thread \S+ \((?:idle|active)\)",
 }
@@ -90,7 +90,7 @@ AT_ZERO = lazy_compile(rb"(?:^|\s)0%\|[^|\r\n]*\|\s*0/\d+ \[(?:0:)?00:00<")
 MOVED_ON = lazy_compile(rb"\|\s*[1-9]\d*/\d+ ?\[")
 
 _SIGNATURES = (
-    ("host_alloc", lazy_compile(r"tcmalloc: large alloc \d")),
+    ("host_alloc", lazy_compile(r"tcmalloc:\s+large alloc \d")),
     ("extension_build", lazy_compile(r"extensions root|extension module|Lock file exists")),
     (
         "rendezvous",

@@ -533,3 +533,22 @@ def test_a_division_by_the_length_of_anything_empty_is_an_empty_dataset() -> Non
         """
     )
     assert categories(report)[:1] == ["data_error"]
+
+
+def test_the_symbols_of_a_crashed_process_stack_are_not_its_words() -> None:
+    # Open MPI's handler dumps the stack; a frame names torch::autograd (pytorch#10344).
+    log = """\
+        [ip-172-31-77-112:61444] *** Process received signal ***
+        [ip-172-31-77-112:61444] Signal: Segmentation fault (11)
+        [ip-172-31-77-112:61444] [ 3] /t/lib/libcaffe2.so(THStorage_free+0x38)[0x7f109f2320c8]
+        [ip-172-31-77-112:61444] [ 6] /t/_C.so(_ZN5torch8autograd8Variable4ImplD1Ev+0x291)[0x7f10a733e411]
+    """
+    assert categories(run_text(log)) == ["unrecognised"]
+
+
+def test_the_flags_of_a_failed_command_are_not_its_words() -> None:
+    # accelerate's launcher re-raises the child's failure with its command line (batch-121).
+    log = """\
+        subprocess.CalledProcessError: Command '['python', 'train.py', '--config_file', 'c.yaml', '--invalid_flag_words']' returned non-zero exit status 1.
+    """
+    assert categories(run_text(log)) == ["unrecognised"]

@@ -284,3 +284,28 @@ def test_the_sentence_a_log_ends_on_is_read_when_it_says_something_failed() -> N
 )
 def test_a_last_line_that_is_no_failed_sentence_is_not_read(line: str) -> None:
     assert error_lines.last_line(line) is None
+
+
+def test_an_extension_prints_its_error_in_capitals_too() -> None:
+    # neural_renderer's CUDA kernels under iPERCore (batch-131).
+    line = "Error in forward_face_index_map_1: no kernel image is available for execution on the device"
+    (draft,) = error_lines.parse(line)
+    assert draft.fields["signature"] == "error_in"
+    assert draft.fields["message"] == (
+        "forward_face_index_map_1: no kernel image is available for execution on the device"
+    )
+
+
+def test_a_failed_host_assertion_is_a_failure() -> None:
+    # glibc's assert() in MAGMA under ROMP (batch-131); a device-side one is torch_errors'.
+    line = (
+        "python: /opt/conda/conda-bld/magma/work/interface_cuda/interface.cpp:899: void"
+        " magma_queue_create_from_cuda_internal(magma_device_t, cudaStream_t): Assertion"
+        " `queue->dBarray__ != __null' failed."
+    )
+    (draft,) = error_lines.parse(line)
+    assert draft.fields["signature"] == "c_assert"
+    assert draft.fields["message"] == "Assertion `queue->dBarray__ != __null' failed."
+    assert "c_assert" in error_lines.FAILURE_SIGNATURES
+    kernel = "/pytorch/aten/src/ATen/native/cuda/Loss.cu:240: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0` failed."
+    assert not any(d.fields["signature"] == "c_assert" for d in error_lines.parse(kernel))

@@ -115,6 +115,19 @@ def test_code_warnings_and_prose_are_not_exceptions(line: str) -> None:
         # bash's word for a job that SIGTERM stopped (YOLOX#646), and its job report.
         ("Terminated", "SIGTERM", None),
         ("./run.sh: line 9:  4242 Terminated              python train.py", "SIGTERM", None),
+        # macOS's bash says "Killed: 9" (rl-swarm#369); a segfault glued to the progress bar it
+        # cut short (batch-133, TNT trajectory prediction).
+        (
+            "./run_rl_swarm.sh: line 323: 23001 Killed: 9               python swarm_launcher.py",
+            "SIGKILL",
+            None,
+        ),
+        (
+            "[Info: loss: 4.38811e+02]:  20%|| 11/56 [00:02<00:08,  5.02it/s]Segmentation fault"
+            " (core dumped)",
+            "SIGSEGV",
+            None,
+        ),
         # Ray says a process died and not how (ray-project/ray#22349).
         (
             "ERROR utils.py:42 -- The actor died unexpectedly before finishing this task.",
@@ -231,3 +244,21 @@ def test_open_mpi_names_the_rank_killed_by_a_signal() -> None:
     assert categories(report) == ["host_oom"]
     assert report.diagnoses[0].ranks == [7]
     assert "(rank 7)" in report.diagnoses[0].summary
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Process finished with exit code -1073741819 (0xC0000005)",
+        "进程已结束，退出代码为 -1073741819 (0xC0000005)",  # PyCharm in Chinese
+        "subprocess.CalledProcessError: Command 'x' returned non-zero exit status 3221225477.",
+    ],
+)
+def test_a_windows_crash_code_is_named_not_read_as_a_signal(line: str) -> None:
+    (draft,) = failure.parse(line)
+    assert draft.fields["signal_name"] == "a Windows access violation (0xC0000005)"
+    assert abs(draft.fields["exitcode"]) in (1073741819, 3221225477)
+
+
+def test_a_signal_word_inside_prose_is_not_glued_to_a_bar() -> None:
+    assert failure.parse("We saw a Segmentation fault (core dumped) twice last week") == []

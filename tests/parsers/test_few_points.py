@@ -949,3 +949,9 @@ def test_identical_records_without_epoch_headers_stay_quiet() -> None:
     # The same seven records with no header between them may be one line copied by seven ranks.
     report = run_text(" - 80s - loss: 14.5063 - acc: 0.1000 - val_loss: 14.5063\n" * 7)
     assert "loss_plateau" not in categories(report)
+
+
+def test_tcmallocs_warning_is_read_with_the_spaces_colab_prints() -> None:
+    # Colab's runtime log keeps two spaces after "tcmalloc:" (batch-133).
+    line = "tcmalloc:  large alloc 2400002048 bytes == 0x99a00000 @  0x7fb5f9f8c1e7"
+    assert waits.signature(line) == "host_alloc"

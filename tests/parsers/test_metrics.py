@@ -320,3 +320,22 @@ def test_a_printed_loss_tensor_is_the_loss() -> None:
     assert parse_metrics(line) == {"loss": 3.6976}
     assert math.isnan(parse_metrics("tensor(nan, grad_fn=<MseLossBackward0>)")["loss"])
     assert parse_metrics("tensor(2.0, grad_fn=<AddBackward0>)") == {}  # not a loss
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Valid Epoch: 16 Loss: nan: 100% 660/660 [00:04<00:00, 143.71it/s]",  # DMRGCN, batch-130
+        "Test: [0/782]   Time 3.426 (3.426)      Loss 2.8972 (2.8972)    Prec@1 57.812 (57.812)",
+        "Validation loss=0.4123",
+    ],
+)
+def test_a_line_that_opens_with_evaluation_reports_the_evaluation_loss(line: str) -> None:
+    found = parse_metrics(line)
+    assert "eval_loss" in found and "loss" not in found
+
+
+def test_the_best_value_so_far_is_no_measurement_of_this_step() -> None:
+    # DMRGCN prints its record after each epoch; 1e10 is its initial "best", not a loss.
+    assert parse_metrics("Min_val_epoch: -1, Min_val_loss: 10000000000.0") == {}
+    assert parse_metrics("Train Epoch: 21 Loss: 0.35977891")["loss"] == 0.35977891

@@ -6,12 +6,25 @@ import math
 import random
 
 from crashcart.parsers import trends
+from crashcart.parsers.lines import LogLine
 from crashcart.parsers.trends import Point
 from tests.conftest import categories, run_text
 
 
-def series(values: list[float], *, times: list[float] | None = None) -> list[Point]:
-    return [Point(v, i, float(i), times[i] if times else None, None) for i, v in enumerate(values)]
+def series(
+    values: list[float], *, times: list[float] | None = None, lines: bool = False
+) -> list[Point]:
+    """Points at steps 0, 1, ...; with ``lines``, each on a line printed by one statement."""
+    return [
+        Point(
+            v,
+            i,
+            float(i),
+            times[i] if times else None,
+            LogLine("train.log", i + 1, f"Epoch: [0][{i}/44451] | Loss {v}") if lines else None,
+        )
+        for i, v in enumerate(values)
+    ]
 
 
 def noisy_decay(n: int, seed: int = 0) -> list[float]:
@@ -352,3 +365,52 @@ def test_a_loss_that_nears_zero_gradually_or_only_for_a_moment_did_not_collapse(
     only_zeros = [0.0, 0.0, 0.0, 0.0]
     assert trends.collapsed("loss", series(only_zeros)) is None
     assert trends.collapsed("grad_norm", series([2.9, 0.0, 0.0, 0.0])) is None
+
+
+def test_a_timer_that_counts_from_the_start_is_no_slowdown() -> None:
+    # cellpose's "Epoch 5, Time 4981.4s", then every ten epochs: the seconds grow as the lines'
+    # timestamps do (batch-133), or by the same seconds per epoch from near zero.
+    clock = [0.0, 4093.4, 23048.4, 31152.4, 39322.4, 47508.2]
+    elapsed = [4981.4 + c for c in clock]
+    timed = [
+        Point(v, i, None, 1e9 + c, None, 5.0 + 10 * i)
+        for i, (v, c) in enumerate(zip(elapsed, clock, strict=True))
+    ]
+    assert trends.slowdown("step_time_s", timed) is None
+    per_epoch = [
+        Point(0.39 * e + 2.1, i, None, None, None, e)
+        for i, e in enumerate([8.0, 9, 10, 20, 30, 40])
+    ]
+    assert trends.slowdown("step_time_s", per_epoch) is None
+    # Steps that really take longer, with timestamps that do not keep pace, still are one.
+    slower = [
+        Point(v, i, None, 1e9 + 60 * i, None, float(i))
+        for i, v in enumerate([1.0, 1.1, 1.0, 3.2, 3.4, 3.5])
+    ]
+    assert trends.slowdown("step_time_s", slower) is not None
+
+
+def test_a_last_record_a_hundred_times_the_level_is_a_spike() -> None:
+    values = [0.4351, 0.9594, 1.3189, 0.3473, 124.5792]  # CHGNet, batch-127
+    draft = trends.spiked("loss", series(values, lines=True))
+    assert draft is not None and draft.fields["spike_text"] == "124.5792"
+    assert draft.fields["before_text"] == "0.3473"
+    assert trends.spiked("loss", series([-179.8, -178.2, -105.9, -99.7, 16064.9], lines=True))
+    assert trends.spiked("loss", series([0.4, 0.9, 1.3, 0.3, 12.0], lines=True)) is None
+    assert trends.spiked("loss", series([0.4, 0.9, 1.3, 124.5], lines=True)) is None  # too few
+
+
+def test_a_spike_printed_in_another_form_is_another_quantity() -> None:
+    points = series([0.4351, 0.9594, 1.3189, 0.3473, 124.5792], lines=True)
+    points[-1].line.text = "Epoch 1 summed loss: 124.5792"  # type: ignore[union-attr]
+    assert trends.spiked("loss", points) is None
+
+
+def test_a_loss_that_moves_only_in_its_fifth_digit_is_flat() -> None:
+    stuck = [6.23641 + 0.00007 * ((i * 7) % 5) / 4 for i in range(18)]  # MuLan, batch-132
+    draft = trends.flat("loss", series([6.44, 6.27, *stuck]))
+    assert draft is not None and draft.fields["flat_records"] == 18
+    noisy = [6.2364 + 0.01 * ((i * 7) % 5) for i in range(30)]
+    assert trends.flat("loss", series(noisy)) is None
+    assert trends.flat("loss", series([0.00012 + 1e-9 * i for i in range(30)])) is None  # converged
+    assert trends.flat("loss", series([6.2364] * 30)) is None  # frozen's, not flat's
