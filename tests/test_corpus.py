@@ -45,7 +45,10 @@ def test_healthy_run_raises_no_alarm(case: Path) -> None:
 #: (0.610 now, too close to hold at 0.61). Batches 113-119 (170 failures, 38 hard: serving,
 #: bioimage, DETR detectors, medical NLP, diffusion LMs, embodied AI, recommenders) read 0.71,
 #: hard 0.29 and 13.5% silent after theirs: the hard floor is 0.58 with them (0.590 now).
-BATCH_FLOOR = {"top1": 0.84, "hard_top1": 0.60, "silent": 0.08, "false_alarms": 4}
+#: Batches 127-133 (175 failures, 26 healthy) read 0.84, hard 0.57 and 9.1% silent after theirs;
+#: a healthy LLaMA-Factory paste cut after "Total train batch size" reads as a hang at training
+#: start, as such a paste of a hung run does, so the batches allow five false alarms in 523.
+BATCH_FLOOR = {"top1": 0.85, "hard_top1": 0.60, "silent": 0.08, "false_alarms": 5}
 
 
 def test_the_batches_hold_their_level() -> None:
@@ -56,7 +59,7 @@ def test_the_batches_hold_their_level() -> None:
         for r in results
         if r.expected != "none" and not r.top1
     ]
-    assert totals["failure_cases"] >= 3300 and totals["healthy_cases"] >= 497
+    assert totals["failure_cases"] >= 3475 and totals["healthy_cases"] >= 523
     assert totals["top1"] >= BATCH_FLOOR["top1"], misses
     assert totals["hard_top1"] >= BATCH_FLOOR["hard_top1"], misses
     assert totals["silent"] <= BATCH_FLOOR["silent"], misses
