@@ -250,9 +250,9 @@ def parse(text: str) -> list[Draft]:
             if code == 0:
                 continue
             fields["exitcode"] = code
-            status = _NTSTATUS.get(code & 0xFFFFFFFF)
-            if status:
-                fields["signal_name"] = f"a Windows {status} (0x{code & 0xFFFFFFFF:08X})"
+            unsigned = code & 0xFFFFFFFF  # Windows prints its status either way
+            if status := _NTSTATUS.get(unsigned):
+                fields["signal_name"] = f"a Windows {status} (0x{unsigned:08X})"
             elif code < 0:
                 fields.setdefault("signal_name", _signal_name(code))
             elif 128 < code < 128 + signal.NSIG:  # the shell's 128 + N for death by signal N

@@ -541,26 +541,29 @@ FLAT_RECORDS, FLAT_SPREAD = 15, 1e-4
 
 
 def flat(name: str, points: list[Point]) -> Draft | None:
-    """The loss still moves, but only in its fifth significant digit, over its last twenty
+    """The loss still moves, but only in its fifth significant digit, over its last fifteen
     records or more (MuLan's ``loss: 6.236410617828369``, ``6.236483573913574``,
     ``6.236449241638184``, ...): printed with the digits to show progress, it makes none. A
     loss near zero is a converged fit, and one printed with fewer digits is :func:`frozen`'s."""
     if name != "loss":
         return None
     records = _records(points)
+    if not records or abs(records[-1].value) < CONVERGED_LOSS:
+        return None
+    # Within the spread allowed, any value of the stretch stands for its level.
+    allowed = FLAT_SPREAD * abs(records[-1].value)
+    low = high = records[-1].value
     run = 0
-    for end in range(len(records), 0, -1):
-        values = [p.value for p in records[end - 1 :]]
-        level = abs(statistics.median(values))
-        if level < CONVERGED_LOSS or max(values) - min(values) > FLAT_SPREAD * level:
+    for point in reversed(records):
+        low, high = min(low, point.value), max(high, point.value)
+        if high - low > allowed:
             break
         run += 1
     stretch = records[len(records) - run :]
-    if run < FLAT_RECORDS or len({p.value for p in stretch}) == 1:
+    if run < FLAT_RECORDS or low == high:
         return None
     if min(_significant_digits(p.value) for p in stretch) < 5 or _terms_move(stretch):
         return None
-    high = max(p.value for p in stretch)
     return _plateau_draft(name, stretch, flat_records=run, high_text=printed(high))
 
 

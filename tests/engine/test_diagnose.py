@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import categories, run_text
 
 MULTI_RANK = """\
@@ -203,3 +205,17 @@ def test_a_missing_name_the_library_falls_back_from_is_no_failure() -> None:
     assert run_text(fallback * 3).diagnoses == []
     missing = "ImportError: cannot import name 'libnat_cuda' from 'fairseq' (/home/u/x.py)\n"
     assert categories(run_text(missing)) == ["import_error"]
+
+
+@pytest.mark.parametrize(
+    "dialog",
+    [
+        # Colab's dialog (FTCP#8, batch-133) and Kaggle's (DDCap#39's title).
+        "> Your session crashed after using all available RAM. If you are interested in access"
+        " to high-RAM runtimes, you may want to check out Colab Pro.",
+        "Your notebook tried to allocate more memory than is available. It has restarted.",
+    ],
+)
+def test_a_notebook_service_saying_it_ran_out_of_ram_is_host_memory(dialog: str) -> None:
+    (diagnosis,) = run_text(dialog + "\n").diagnoses
+    assert diagnosis.rule == "host_oom.notebook_out_of_ram"
